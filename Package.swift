@@ -1,0 +1,52 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Lean on purpose: cold start and build time are product features. swift-crypto is the only
+// cryptography; HTTP goes through the system libcurl so the handlers can stay on
+// FoundationEssentials (see README, "Why libcurl").
+let package = Package(
+    name: "lambda-auth",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "LambdaAuth", targets: ["LambdaAuth"]),
+        .executable(name: "signin", targets: ["signin"]),
+        .executable(name: "refresh", targets: ["refresh"]),
+        .executable(name: "link-provider", targets: ["link-provider"]),
+        .executable(name: "authctl", targets: ["authctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(
+            name: "LambdaAuth",
+            dependencies: [
+                "CCurl",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(name: "signin", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "refresh", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "link-provider", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "authctl", dependencies: ["LambdaAuth"]),
+        .target(
+            name: "LambdaAuthTestSupport",
+            dependencies: [
+                "LambdaAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Tests/LambdaAuthTestSupport"
+        ),
+        .testTarget(
+            name: "LambdaAuthTests",
+            dependencies: ["LambdaAuth", "LambdaAuthTestSupport"]
+        ),
+    ]
+)

@@ -1,0 +1,233 @@
+/// Everything the handlers read from their environment (contract section 5), parsed once at start.
+/// An invalid value is a CONFIG_ERROR naming the variable, never a silent default.
+public struct AuthConfiguration: Sendable {
+    public enum StoreLocation: Sendable, Equatable {
+        case local(directory: String)
+        case dynamoDB(table: String)
+    }
+
+    public enum EmailLinking: String, Sendable { case verified, never }
+    public enum CredentialsMode: String, Sendable { case local, sts }
+
+    public struct Provider: Sendable {
+        public var name: ProviderName
+        /// Empty: the provider is known but not configured (PROVIDER_NOT_CONFIGURED).
+        public var audiences: [String]
+        public var jwksURL: String
+    }
+
+    public var google: Provider
+    public var apple: Provider
+    public var requireNonce = false
+    public var clockSkew: Int64 = 60
+    public var emailLinking: EmailLinking = .verified
+    public var store: StoreLocation = .local(directory: ".auth-store")
+    public var dynamoDBEndpoint: String?
+    public var cacheDirectory: String
+    public var issuer = "lambda-auth"
+    /// PEM of the EC P-256 access-token key; nil: the dev key kept in the local store.
+    public var signingKeyPEM: String?
+    public var accessTokenTTL: Int64 = 900
+    public var refreshTokenTTL: Int64 = 2_592_000
+    public var refreshGrace: Int64 = 30
+    public var maxSessions = 5
+    public var credentialsMode: CredentialsMode = .local
+    /// nil: the dev secret kept in the local store.
+    public var credentialsSecret: String?
+    public var credentialsTTL: Int64 = 3600
+    public var stsRoleARN: String?
+    public var stsEndpoint: String?
+    public var userBucket: String?
+    public var awsRegion: String?
+    public var awsCredentials: AWSCredentials?
+    public var logLevel: LogLevel = .info
+    public var testMode = false
+    /// With testMode only: the fixed clock for replays.
+    public var fixedNow: Double?
+
+    public func provider(_ name: ProviderName) -> Provider {
+        name == .google ? google : apple
+    }
+
+    public var clock: any Clock {
+        if let fixedNow { return FixedClock(fixedNow) }
+        return SystemClock()
+    }
+
+    public static func fromEnvironment(_ environment: [String: String]) throws(AuthError) -> AuthConfiguration {
+        let reader = EnvironmentReader(environment)
+        let temporaryDirectory = reader.string("TMPDIR") ?? "/tmp"
+        var configuration = AuthConfiguration(
+            google: Provider(
+                name: .google,
+                audiences: reader.list("AUTH_GOOGLE_AUDIENCES"),
+                jwksURL: reader.string("AUTH_GOOGLE_JWKS_URL") ?? "https://www.googleapis.com/oauth2/v3/certs"),
+            apple: Provider(
+                name: .apple,
+                audiences: reader.list("AUTH_APPLE_AUDIENCES"),
+                jwksURL: reader.string("AUTH_APPLE_JWKS_URL") ?? "https://appleid.apple.com/auth/keys"),
+            cacheDirectory: reader.string("AUTH_CACHE_DIR") ?? temporaryDirectory)
+
+        configuration.requireNonce = try reader.bool("AUTH_REQUIRE_NONCE") ?? false
+        configuration.clockSkew = try reader.integer("AUTH_CLOCK_SKEW", in: 0...3600) ?? 60
+        if let linking = reader.string("AUTH_LINK_BY_EMAIL") {
+            guard let value = EmailLinking(rawValue: linking) else {
+                throw configError("AUTH_LINK_BY_EMAIL", "must be verified or never")
+            }
+            configuration.emailLinking = value
+        }
+        if let store = reader.string("AUTH_STORE") {
+            if store.hasPrefix("dynamodb:") {
+                let table = String(store.dropFirst("dynamodb:".count))
+                guard isValidTableName(table) else {
+                    throw configError("AUTH_STORE", "dynamodb: needs a table name of 3 to 255 characters [A-Za-z0-9_.-]")
+                }
+                configuration.store = .dynamoDB(table: table)
+            } else {
+                configuration.store = .local(directory: store)
+            }
+        }
+        configuration.dynamoDBEndpoint = try reader.url("AUTH_DYNAMODB_ENDPOINT")
+        configuration.issuer = reader.string("AUTH_ISSUER") ?? "lambda-auth"
+
+        if let pem = reader.string("AUTH_SIGNING_KEY") {
+            configuration.signingKeyPEM = pem
+        } else if let path = reader.string("AUTH_SIGNING_KEY_FILE") {
+            do {
+                configuration.signingKeyPEM = String(decoding: try FileSystem.readFile(path, limit: 64 << 10), as: UTF8.self)
+            } catch {
+                throw configError("AUTH_SIGNING_KEY_FILE", "cannot be read (\(error))")
+            }
+        }
+        configuration.accessTokenTTL = try reader.integer("AUTH_ACCESS_TOKEN_TTL", in: 60...86_400) ?? 900
+        configuration.refreshTokenTTL = try reader.integer("AUTH_REFRESH_TOKEN_TTL", in: 300...31_536_000) ?? 2_592_000
+        configuration.refreshGrace = try reader.integer("AUTH_REFRESH_GRACE", in: 0...3600) ?? 30
+        configuration.maxSessions = Int(try reader.integer("AUTH_MAX_SESSIONS", in: 1...1000) ?? 5)
+        if let mode = reader.string("AUTH_CREDENTIALS") {
+            guard let value = CredentialsMode(rawValue: mode) else {
+                throw configError("AUTH_CREDENTIALS", "must be local or sts")
+            }
+            configuration.credentialsMode = value
+        }
+        configuration.credentialsSecret = reader.string("AUTH_CREDENTIALS_SECRET")
+        if let secret = configuration.credentialsSecret, secret.utf8.count < 16 {
+            throw configError("AUTH_CREDENTIALS_SECRET", "must be at least 16 characters")
+        }
+        configuration.credentialsTTL = try reader.integer("AUTH_CREDENTIALS_TTL", in: 900...43_200) ?? 3600
+        configuration.stsRoleARN = reader.string("AUTH_STS_ROLE_ARN")
+        configuration.stsEndpoint = try reader.url("AUTH_STS_ENDPOINT")
+        configuration.userBucket = reader.string("AUTH_USER_BUCKET")
+        configuration.awsRegion = reader.string("AWS_REGION") ?? reader.string("AWS_DEFAULT_REGION")
+        if let accessKey = reader.string("AWS_ACCESS_KEY_ID"), let secretKey = reader.string("AWS_SECRET_ACCESS_KEY") {
+            configuration.awsCredentials = AWSCredentials(
+                accessKeyID: accessKey, secretAccessKey: secretKey, sessionToken: reader.string("AWS_SESSION_TOKEN"))
+        }
+        if let level = reader.string("AUTH_LOG_LEVEL") {
+            guard let value = LogLevel(name: level) else {
+                throw configError("AUTH_LOG_LEVEL", "must be debug, info, warning or error")
+            }
+            configuration.logLevel = value
+        }
+        configuration.testMode = try reader.bool("AUTH_TEST_MODE") ?? false
+        if let now = reader.string("AUTH_NOW") {
+            guard configuration.testMode else {
+                throw configError("AUTH_NOW", "is honoured only with AUTH_TEST_MODE=1")
+            }
+            if let epoch = Double(now), epoch.isFinite, epoch >= 0 {
+                configuration.fixedNow = epoch
+            } else if let instant = ISO8601.parse(now) {
+                configuration.fixedNow = instant
+            } else {
+                throw configError("AUTH_NOW", "must be ISO-8601 or epoch seconds")
+            }
+        }
+
+        try configuration.validateCombinations()
+        return configuration
+    }
+
+    func validateCombinations() throws(AuthError) {
+        for provider in [google, apple] {
+            try JWKSLocation.validate(provider.jwksURL, variable: "AUTH_\(provider.name.rawValue.uppercased())_JWKS_URL")
+        }
+        if case .dynamoDB = store {
+            if signingKeyPEM == nil {
+                throw AuthConfiguration.configError("AUTH_SIGNING_KEY", "is required with AUTH_STORE=dynamodb:")
+            }
+            if credentialsMode == .local, credentialsSecret == nil {
+                throw AuthConfiguration.configError("AUTH_CREDENTIALS_SECRET", "is required with AUTH_STORE=dynamodb: and AUTH_CREDENTIALS=local")
+            }
+        }
+        if credentialsMode == .sts {
+            guard let role = stsRoleARN, role.hasPrefix("arn:") else {
+                throw AuthConfiguration.configError("AUTH_STS_ROLE_ARN", "must be a role ARN with AUTH_CREDENTIALS=sts")
+            }
+            guard let bucket = userBucket, !bucket.isEmpty else {
+                throw AuthConfiguration.configError("AUTH_USER_BUCKET", "is required with AUTH_CREDENTIALS=sts")
+            }
+        }
+    }
+
+    static func configError(_ variable: String, _ problem: String) -> AuthError {
+        AuthError(.configError, "\(variable) \(problem)")
+    }
+
+    static func isValidTableName(_ name: String) -> Bool {
+        (3...255).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        }
+    }
+}
+
+public struct AWSCredentials: Sendable, Equatable {
+    public var accessKeyID: String
+    public var secretAccessKey: String
+    public var sessionToken: String?
+
+    public init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
+        self.accessKeyID = accessKeyID
+        self.secretAccessKey = secretAccessKey
+        self.sessionToken = sessionToken
+    }
+}
+
+/// Reads typed values; an empty variable counts as unset.
+struct EnvironmentReader {
+    let environment: [String: String]
+    init(_ environment: [String: String]) { self.environment = environment }
+
+    func string(_ name: String) -> String? {
+        guard let value = environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    func list(_ name: String) -> [String] {
+        (string(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: " \t") }.filter { !$0.isEmpty }
+    }
+
+    func bool(_ name: String) throws(AuthError) -> Bool? {
+        guard let value = string(name) else { return nil }
+        switch value.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw AuthConfiguration.configError(name, "must be true or false")
+        }
+    }
+
+    func integer(_ name: String, in range: ClosedRange<Int64>) throws(AuthError) -> Int64? {
+        guard let value = string(name) else { return nil }
+        guard let number = Int64(value), range.contains(number) else {
+            throw AuthConfiguration.configError(name, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    func url(_ name: String) throws(AuthError) -> String? {
+        guard let value = string(name) else { return nil }
+        guard value.hasPrefix("http://") || value.hasPrefix("https://") else {
+            throw AuthConfiguration.configError(name, "must be an http:// or https:// URL")
+        }
+        return value
+    }
+}

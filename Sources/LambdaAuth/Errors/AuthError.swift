@@ -1,0 +1,82 @@
+/// Every error code of the contract (section 2), with its HTTP status and retryability.
+/// This is the one place where a failure becomes a status.
+public enum ErrorCode: String, Sendable, CaseIterable {
+    case invalidRequest = "INVALID_REQUEST"
+    case unsupportedProvider = "UNSUPPORTED_PROVIDER"
+    case providerNotConfigured = "PROVIDER_NOT_CONFIGURED"
+    case malformedToken = "MALFORMED_TOKEN"
+    case unsupportedAlgorithm = "UNSUPPORTED_ALGORITHM"
+    case unknownKeyID = "UNKNOWN_KEY_ID"
+    case invalidSignature = "INVALID_SIGNATURE"
+    case invalidIssuer = "INVALID_ISSUER"
+    case invalidAudience = "INVALID_AUDIENCE"
+    case tokenExpired = "TOKEN_EXPIRED"
+    case tokenNotYetValid = "TOKEN_NOT_YET_VALID"
+    case nonceMismatch = "NONCE_MISMATCH"
+    case nonceRequired = "NONCE_REQUIRED"
+    case accessTokenInvalid = "ACCESS_TOKEN_INVALID"
+    case refreshTokenNotFound = "REFRESH_TOKEN_NOT_FOUND"
+    case refreshTokenExpired = "REFRESH_TOKEN_EXPIRED"
+    case refreshTokenRevoked = "REFRESH_TOKEN_REVOKED"
+    case refreshTokenReused = "REFRESH_TOKEN_REUSED"
+    case identityLinkedToOtherUser = "IDENTITY_LINKED_TO_OTHER_USER"
+    case providerAlreadyLinked = "PROVIDER_ALREADY_LINKED"
+    case lastIdentity = "LAST_IDENTITY"
+    case configError = "CONFIG_ERROR"
+    case `internal` = "INTERNAL"
+    case jwksUnavailable = "JWKS_UNAVAILABLE"
+    case storeUnavailable = "STORE_UNAVAILABLE"
+    case credentialsUnavailable = "CREDENTIALS_UNAVAILABLE"
+
+    public var status: Int {
+        switch self {
+        case .invalidRequest, .unsupportedProvider, .providerNotConfigured: return 400
+        case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity: return 409
+        case .configError, .internal: return 500
+        case .jwksUnavailable, .storeUnavailable, .credentialsUnavailable: return 503
+        default: return 401
+        }
+    }
+
+    public var isRetryable: Bool { status == 503 }
+}
+
+/// The product's one error type: what a caller sees is exactly `code`, `message`, `status`,
+/// `retryable`. Messages must never contain a token or secret; `detail` is for the log only
+/// (and must not contain them either).
+public struct AuthError: Error, Sendable, CustomStringConvertible {
+    public let code: ErrorCode
+    public let message: String
+    public let detail: String?
+    /// Overrides the code's default, for cases where the upstream says otherwise (STS).
+    public let retryableOverride: Bool?
+
+    public init(_ code: ErrorCode, _ message: String, detail: String? = nil, retryable: Bool? = nil) {
+        self.code = code
+        self.message = message
+        self.detail = detail
+        self.retryableOverride = retryable
+    }
+
+    public var status: Int { code.status }
+    public var retryable: Bool { retryableOverride ?? code.isRetryable }
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    public var body: JSONValue {
+        ["error": ["code": .string(code.rawValue), "message": .string(message),
+                   "status": .number(status), "retryable": .bool(retryable)]]
+    }
+
+    /// Maps any error thrown below the flows to the contract's error; unknown ones become INTERNAL
+    /// with their description kept for the log only.
+    public static func from(_ error: any Error) -> AuthError {
+        if let error = error as? AuthError { return error }
+        if let convertible = error as? any AuthErrorConvertible { return convertible.authError }
+        return AuthError(.internal, "internal error", detail: String(describing: error))
+    }
+}
+
+/// Typed errors of the lower layers (tables, HTTP, credentials) say how they surface.
+public protocol AuthErrorConvertible: Error {
+    var authError: AuthError { get }
+}

@@ -1,0 +1,92 @@
+/// Decodes the three event shapes of the contract and encodes the matching response.
+public enum EventCodec {
+    /// Contract: a request body over 64 KiB is refused before its content is parsed.
+    public static let maximumBodyBytes = 64 << 10
+    /// Envelope headroom for HTTP events (headers, request context) around a maximal body,
+    /// base64-encoded; anything larger cannot be a valid request and is refused unparsed.
+    public static let maximumEventBytes = 256 << 10
+
+    public struct Decoded: Sendable {
+        public var kind: EventKind
+        public var request: Result<InvocationRequest, AuthError>
+    }
+
+    /// Never throws: a bad event still has a kind (direct when unknown) and an error to answer.
+    public static func decode(_ bytes: [UInt8]) -> Decoded {
+        guard bytes.count <= maximumEventBytes else {
+            return Decoded(kind: .direct, request: .failure(tooLarge()))
+        }
+        let event: JSONValue
+        do {
+            event = try JSONValue.parse(bytes)
+        } catch {
+            return Decoded(kind: .direct, request: .failure(AuthError(.invalidRequest, "the event is not valid JSON (\(error))")))
+        }
+        guard case .object(let fields) = event else {
+            return Decoded(kind: .direct, request: .failure(AuthError(.invalidRequest, "the event must be a JSON object")))
+        }
+        if fields["version"]?.stringValue == "2.0", let http = fields["requestContext"]?["http"], http.objectValue != nil {
+            let method = http["method"]?.stringValue ?? "POST"
+            return Decoded(kind: .httpAPIv2, request: httpRequest(kind: .httpAPIv2, method: method, fields: fields))
+        }
+        if let method = fields["httpMethod"]?.stringValue, fields["requestContext"]?.objectValue != nil {
+            return Decoded(kind: .restAPIv1, request: httpRequest(kind: .restAPIv1, method: method, fields: fields))
+        }
+        guard bytes.count <= maximumBodyBytes else { return Decoded(kind: .direct, request: .failure(tooLarge())) }
+        return Decoded(kind: .direct, request: .success(InvocationRequest(kind: .direct, body: fields)))
+    }
+
+    static func tooLarge() -> AuthError {
+        AuthError(.invalidRequest, "the request body is larger than 64 KiB")
+    }
+
+    static func httpRequest(kind: EventKind, method: String, fields: [String: JSONValue]) -> Result<InvocationRequest, AuthError> {
+        var headers: [String: String] = [:]
+        if case .object(let raw)? = fields["headers"] {
+            for (name, value) in raw {
+                if let text = value.stringValue { headers[name.lowercased()] = text }
+            }
+        }
+        var bodyBytes: [UInt8]
+        switch fields["body"] {
+        case .string(let text)?:
+            bodyBytes = Array(text.utf8)
+        case .null?, nil:
+            bodyBytes = []
+        default:
+            return .failure(AuthError(.invalidRequest, "the event's body must be a string"))
+        }
+        if fields["isBase64Encoded"]?.boolValue == true {
+            guard bodyBytes.count <= (maximumBodyBytes + 2) / 3 * 4 + 4 else { return .failure(tooLarge()) }
+            guard let decoded = Base64.decoded(String(decoding: bodyBytes, as: UTF8.self)) else {
+                return .failure(AuthError(.invalidRequest, "the body is marked base64 but is not valid base64"))
+            }
+            bodyBytes = decoded
+        }
+        guard bodyBytes.count <= maximumBodyBytes else { return .failure(tooLarge()) }
+        // A DELETE (unlink) may come without a body; an empty body is an empty object.
+        var body: [String: JSONValue] = [:]
+        if !bodyBytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            do {
+                guard case .object(let object) = try JSONValue.parse(bodyBytes) else {
+                    return .failure(AuthError(.invalidRequest, "the request body must be a JSON object"))
+                }
+                body = object
+            } catch {
+                return .failure(AuthError(.invalidRequest, "the request body is not valid JSON (\(error))"))
+            }
+        }
+        return .success(InvocationRequest(kind: kind, method: method.uppercased(), headers: headers, body: body))
+    }
+
+    /// The response document for the event's kind.
+    public static func encode(_ response: InvocationResponse, kind: EventKind) -> JSONValue {
+        guard kind.isHTTP else { return response.body }
+        return [
+            "statusCode": .number(response.status),
+            "headers": ["content-type": "application/json", "cache-control": "no-store"],
+            "body": .string(response.body.serialized()),
+            "isBase64Encoded": false,
+        ]
+    }
+}

@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The whole life of a handler executable: configuration, then either the Lambda Runtime API loop
+/// (when `AWS_LAMBDA_RUNTIME_API` is set) or one event from a file / stdin to stdout.
+public enum HandlerMain {
+    public typealias Factory = @Sendable (AuthConfiguration, Logger) throws -> any RequestHandler
+
+    public static func run(name: String, arguments: [String] = CommandLine.arguments, factory: @escaping Factory) -> Never {
+        let environment = Environment.current()
+        let bootLogger = Logger(minimumLevel: LogLevel(name: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
+        if environment["AWS_LAMBDA_RUNTIME_API"] != nil {
+            bootLogger.error("the Lambda Runtime API loop is not built yet", ["handler": .string(name)])
+            exit(1)
+        }
+        let eventBytes: [UInt8]
+        do {
+            eventBytes = try readEvent(arguments: arguments)
+        } catch {
+            bootLogger.error("cannot read the event", ["reason": .string(String(describing: error))])
+            let response = InvocationResponse(error: AuthError(.invalidRequest, "the event cannot be read: \(error)"))
+            exit(emit(EventCodec.encode(response, kind: .direct)) ? 0 : 1)
+        }
+        let response = invokeOnce(name: name, environment: environment, event: eventBytes, factory: factory)
+        exit(emit(response) ? 0 : 1)
+    }
+
+    /// One invocation end to end, as the stdin mode runs it: returns the response document.
+    public static func invokeOnce(name: String, environment: [String: String], event: [UInt8], factory: Factory) -> JSONValue {
+        let decoded = EventCodec.decode(event)
+        var logger = Logger(minimumLevel: LogLevel(name: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
+        let configuration: AuthConfiguration
+        do {
+            configuration = try AuthConfiguration.fromEnvironment(environment)
+            logger.minimumLevel = configuration.logLevel
+        } catch {
+            logger.error("invalid configuration", ["reason": .string(error.message)])
+            return EventCodec.encode(InvocationResponse(error: error), kind: decoded.kind)
+        }
+        let requestID = SystemRandomSource().identifier(bits: 64)
+        let context = InvocationContext(requestID: requestID, logger: logger.with(requestID: requestID))
+        let response: InvocationResponse
+        switch decoded.request {
+        case .failure(let error):
+            context.logger.info("request refused", ["code": .string(error.code.rawValue)])
+            response = InvocationResponse(error: error)
+        case .success(let request):
+            response = handle(request, context: context, configuration: configuration, factory: factory)
+        }
+        return EventCodec.encode(response, kind: decoded.kind)
+    }
+
+    /// Runs the handler, turning every thrown error into the contract's error response.
+    public static func handle(_ request: InvocationRequest, context: InvocationContext,
+                              configuration: AuthConfiguration, factory: Factory) -> InvocationResponse {
+        do {
+            let handler = try factory(configuration, context.logger)
+            return try handler.handle(request, context: context)
+        } catch {
+            let authError = AuthError.from(error)
+            var fields: [String: JSONValue] = ["code": .string(authError.code.rawValue)]
+            if let detail = authError.detail { fields["detail"] = .string(detail) }
+            context.logger.log(authError.status >= 500 ? .error : .info, authError.message, fields)
+            return InvocationResponse(error: authError)
+        }
+    }
+
+    static func readEvent(arguments: [String]) throws(FileSystem.Failure) -> [UInt8] {
+        // One byte over the limit is enough to know an event is too large; the rest is not read.
+        let limit = EventCodec.maximumEventBytes + 1
+        if arguments.count > 1 {
+            do {
+                return try FileSystem.readFile(arguments[1], limit: limit)
+            } catch where error.errno == EFBIG {
+                return [UInt8](repeating: 0x20, count: limit)
+            }
+        }
+        var output: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while output.count < limit {
+            let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileSystem.Failure(path: "<stdin>", operation: "read", errno: errno)
+            }
+            if count == 0 { break }
+            output.append(contentsOf: chunk[0..<count])
+        }
+        return output
+    }
+
+    /// Writes the response and a newline to stdout; false when it could not be written.
+    @discardableResult
+    public static func emit(_ document: JSONValue) -> Bool {
+        var bytes = document.serializedBytes()
+        bytes.append(0x0A)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+}
+
+/// A handler that answers a clear error for a flow that does not exist yet.
+public struct UnavailableFlowHandler: RequestHandler {
+    let flow: String
+    public init(flow: String) { self.flow = flow }
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        throw AuthError(.internal, "the \(flow) flow is not built yet in this version of lambda-auth")
+    }
+}

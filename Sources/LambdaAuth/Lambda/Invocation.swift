@@ -1,0 +1,61 @@
+/// How the event reached us; decides the shape of the response (contract section 2).
+public enum EventKind: String, Sendable {
+    case httpAPIv2
+    case restAPIv1
+    case direct
+
+    public var isHTTP: Bool { self != .direct }
+}
+
+/// One decoded invocation: what every handler works from, whatever the event kind.
+public struct InvocationRequest: Sendable {
+    public var kind: EventKind
+    /// Upper-case HTTP method; `POST` for direct invocations.
+    public var method: String
+    /// Header names lowercased (HTTP matching is case-insensitive).
+    public var headers: [String: String]
+    /// The request body, already checked to be a JSON object.
+    public var body: [String: JSONValue]
+
+    public init(kind: EventKind, method: String = "POST", headers: [String: String] = [:], body: [String: JSONValue]) {
+        self.kind = kind
+        self.method = method
+        self.headers = headers
+        self.body = body
+    }
+}
+
+public struct InvocationResponse: Sendable {
+    public var status: Int
+    public var body: JSONValue
+
+    public init(status: Int = 200, body: JSONValue) {
+        self.status = status
+        self.body = body
+    }
+
+    public init(error: AuthError) {
+        self.status = error.status
+        self.body = error.body
+    }
+}
+
+/// What a handler knows about the invocation it serves.
+public struct InvocationContext: Sendable {
+    public var requestID: String
+    public var logger: Logger
+    /// Epoch milliseconds by which Lambda wants the answer (the Runtime API's deadline), if known.
+    public var deadlineMilliseconds: Int64?
+
+    public init(requestID: String, logger: Logger, deadlineMilliseconds: Int64? = nil) {
+        self.requestID = requestID
+        self.logger = logger
+        self.deadlineMilliseconds = deadlineMilliseconds
+    }
+}
+
+/// A handler turns one request into one response. Contract errors are thrown as AuthError and
+/// become ordinary responses; anything else is unexpected.
+public protocol RequestHandler: Sendable {
+    func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse
+}

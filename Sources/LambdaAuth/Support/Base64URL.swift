@@ -1,0 +1,112 @@
+/// Base64 and base64url (RFC 4648) without Foundation.
+///
+/// Decoding is strict and canonical on purpose: a JWS whose parts decode under several spellings
+/// (padding, stray bits in the last character) would let one signed token have many textual forms.
+public enum Base64 {
+    static let standardAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    static let standardTable: [UInt8] = decodingTable(standardAlphabet)
+    static let urlTable: [UInt8] = decodingTable(urlAlphabet)
+
+    static func decodingTable(_ alphabet: [UInt8]) -> [UInt8] {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, symbol) in alphabet.enumerated() { table[Int(symbol)] = UInt8(value) }
+        return table
+    }
+
+    /// base64url without padding (JOSE, refresh tokens).
+    public static func urlEncoded<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        encode(Array(bytes), alphabet: urlAlphabet, pad: false)
+    }
+
+    /// Standard base64 with padding (API Gateway bodies, PEM).
+    public static func encoded<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        encode(Array(bytes), alphabet: standardAlphabet, pad: true)
+    }
+
+    static func encode(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            output.append(alphabet[Int(chunk >> 18 & 63)])
+            output.append(alphabet[Int(chunk >> 12 & 63)])
+            output.append(alphabet[Int(chunk >> 6 & 63)])
+            output.append(alphabet[Int(chunk & 63)])
+            index += 3
+        }
+        let remaining = bytes.count - index
+        if remaining == 1 {
+            let chunk = UInt32(bytes[index]) << 16
+            output.append(alphabet[Int(chunk >> 18 & 63)])
+            output.append(alphabet[Int(chunk >> 12 & 63)])
+            if pad { output.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "=")]) }
+        } else if remaining == 2 {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            output.append(alphabet[Int(chunk >> 18 & 63)])
+            output.append(alphabet[Int(chunk >> 12 & 63)])
+            output.append(alphabet[Int(chunk >> 6 & 63)])
+            if pad { output.append(UInt8(ascii: "=")) }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Strict, canonical base64url without padding; nil for anything else.
+    public static func urlDecoded<Text: StringProtocol>(_ text: Text) -> [UInt8]? {
+        decode(Array(text.utf8), table: urlTable, padded: false)
+    }
+
+    /// Standard base64; padding required when the length needs it. Whitespace is not accepted.
+    public static func decoded<Text: StringProtocol>(_ text: Text) -> [UInt8]? {
+        decode(Array(text.utf8), table: standardTable, padded: true)
+    }
+
+    static func decode(_ input: [UInt8], table: [UInt8], padded: Bool) -> [UInt8]? {
+        var symbols = input[...]
+        if padded {
+            guard input.count % 4 == 0 else { return nil }
+            if symbols.last == UInt8(ascii: "=") { symbols = symbols.dropLast() }
+            if symbols.last == UInt8(ascii: "=") { symbols = symbols.dropLast() }
+        }
+        let count = symbols.count
+        if count % 4 == 1 { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        var lastValue: UInt8 = 0
+        for symbol in symbols {
+            let value = table[Int(symbol)]
+            if value == 0xFF { return nil }
+            lastValue = value
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        // Canonical form: the bits left over in the final symbol must be zero.
+        if bits > 0 {
+            let mask: UInt8 = bits == 2 ? 0b11 : 0b1111
+            if lastValue & mask != 0 { return nil }
+        }
+        return output
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Lowercase hexadecimal.
+    public var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(count * 2)
+        for byte in self {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}

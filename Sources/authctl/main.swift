@@ -1,0 +1,3 @@
+import LambdaAuth
+
+AuthCtl.main(Array(CommandLine.arguments.dropFirst()))

@@ -1,0 +1,3 @@
+import LambdaAuth
+
+HandlerMain.run(name: "refresh") { _, _ in UnavailableFlowHandler(flow: "refresh") }

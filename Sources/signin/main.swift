@@ -1,0 +1,3 @@
+import LambdaAuth
+
+HandlerMain.run(name: "signin") { _, _ in UnavailableFlowHandler(flow: "signin") }
