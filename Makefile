@@ -18,7 +18,7 @@ demo: build
 	@echo "make demo: the sign-in flow is not built yet"
 
 bench: build
-	@echo "make bench: no benchmarks yet"
+	$(BIN)/auth-bench
 
 invoke: build
 	@test -n "$(EVENT)" || (echo "usage: make invoke HANDLER=signin EVENT=Events/..." >&2; exit 2)

@@ -35,6 +35,15 @@ let package = Package(
         .executableTarget(name: "refresh", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "link-provider", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "authctl", dependencies: ["LambdaAuth"]),
+        // `make bench`; not shipped.
+        .executableTarget(
+            name: "auth-bench",
+            dependencies: [
+                "LambdaAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "LambdaAuthTestSupport",
             dependencies: [

@@ -15,6 +15,12 @@ public enum FileSystem {
             "\(operation) \(path): \(String(cString: strerror(errno)))"
         }
         public var isNotFound: Bool { errno == ENOENT }
+
+        public init(path: String, operation: String, errno: Int32) {
+            self.path = path
+            self.operation = operation
+            self.errno = errno
+        }
     }
 
     public static func readFile(_ path: String, limit: Int = 64 << 20) throws(Failure) -> [UInt8] {

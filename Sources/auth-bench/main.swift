@@ -1,0 +1,11 @@
+import LambdaAuth
+
+// `make bench`: every section measures one issue's targets and adds rows to one table.
+// Usage: auth-bench [SECTION...]; no argument runs them all.
+let requested = Set(CommandLine.arguments.dropFirst())
+var table = BenchTable()
+for section in BenchSections.all where requested.isEmpty || requested.contains(section.name) {
+    Logger.standardError("bench: \(section.name)…")
+    section.run(&table)
+}
+table.print()

@@ -1,0 +1,259 @@
+import LambdaAuth
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small HTTP/1.1 server on 127.0.0.1 for tests: a JWKS endpoint, a Lambda Runtime API peer,
+/// a faulty AWS endpoint. The test decides every response through `responder` and can read what
+/// was received. One thread per connection; keep-alive supported; stops when `stop()` is called.
+public final class LoopbackHTTPServer: @unchecked Sendable {
+    public struct Request: Sendable {
+        public var method: String
+        /// Path with query string, as sent.
+        public var target: String
+        /// Header names lowercased.
+        public var headers: [String: String]
+        public var body: [UInt8]
+
+        public var path: String { String(target.prefix { $0 != "?" }) }
+        public var bodyText: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: [(String, String)]
+        public var body: [UInt8]
+        /// Close the connection without answering (a reset as far as the client can tell).
+        public var dropConnection: Bool
+        /// Wait this long before answering (timeouts, blocking `/next`).
+        public var delaySeconds: Double
+
+        public init(status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = [],
+                    dropConnection: Bool = false, delaySeconds: Double = 0) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.dropConnection = dropConnection
+            self.delaySeconds = delaySeconds
+        }
+
+        public init(status: Int = 200, headers: [(String, String)] = [], text: String) {
+            self.init(status: status, headers: headers, body: Array(text.utf8))
+        }
+
+        public static func json(_ value: JSONValue, status: Int = 200, headers: [(String, String)] = []) -> Response {
+            Response(status: status, headers: [("Content-Type", "application/json")] + headers, body: value.serializedBytes())
+        }
+
+        public static let drop = Response(status: 0, dropConnection: true)
+    }
+
+    public typealias Responder = @Sendable (Request) -> Response
+
+    public let port: UInt16
+    private let listener: Int32
+    private let state = Mutex()
+    private var responder: Responder
+    private var received: [Request] = []
+    private var stopped = false
+    private var connections: Set<Int32> = []
+
+    /// Starts listening on 127.0.0.1 with a port chosen by the system.
+    public init(responder: @escaping Responder) throws {
+        self.responder = responder
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw FileSystem.Failure(path: "socket", operation: "socket", errno: errno) }
+        var reuse: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 128) == 0 else {
+            close(descriptor)
+            throw FileSystem.Failure(path: "127.0.0.1", operation: "bind/listen", errno: errno)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        listener = descriptor
+        port = UInt16(bigEndian: address.sin_port)
+        Thread.detach { [self] in acceptLoop() }
+    }
+
+    deinit { stop() }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Replaces how the server answers from now on.
+    public func respond(with responder: @escaping Responder) {
+        state.withLock { self.responder = responder }
+    }
+
+    /// Every request received so far, in order.
+    public var requests: [Request] { state.withLock { received } }
+    public var requestCount: Int { state.withLock { received.count } }
+
+    public func stop() {
+        let open: Set<Int32> = state.withLock {
+            guard !stopped else { return [] }
+            stopped = true
+            return connections
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            let accepted: Bool = state.withLock {
+                if stopped { return false }
+                connections.insert(connection)
+                return true
+            }
+            if !accepted {
+                close(connection)
+                return
+            }
+            Thread.detach { [self] in serve(connection) }
+        }
+    }
+
+    private func serve(_ connection: Int32) {
+        defer {
+            state.withLock { _ = connections.remove(connection) }
+            close(connection)
+        }
+        var buffer: [UInt8] = []
+        while true {
+            guard let request = readRequest(connection, buffer: &buffer) else { return }
+            let responder = state.withLock { () -> Responder in
+                received.append(request)
+                return self.responder
+            }
+            let response = responder(request)
+            if response.delaySeconds > 0 { usleep(UInt32(response.delaySeconds * 1_000_000)) }
+            if response.dropConnection {
+                var linger = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+                return
+            }
+            var head = "HTTP/1.1 \(response.status) \(LoopbackHTTPServer.reason(response.status))\r\n"
+            for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
+            head += "Content-Length: \(response.body.count)\r\n\r\n"
+            guard sendAll(connection, Array(head.utf8) + response.body) else { return }
+            if request.headers["connection"]?.lowercased() == "close" { return }
+        }
+    }
+
+    private func readRequest(_ connection: Int32, buffer: inout [UInt8]) -> Request? {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        var headerEnd: Int?
+        while headerEnd == nil {
+            if let found = LoopbackHTTPServer.find(separator, in: buffer) {
+                headerEnd = found
+                break
+            }
+            guard receive(connection, into: &buffer) else { return nil }
+        }
+        let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
+        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
+        let requestLine = lines.removeFirst().split(separator: " ")
+        guard requestLine.count >= 2 else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = String(line[line.index(after: colon)...]).trimmingSpaces()
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        let bodyStart = headerEnd! + 4
+        while buffer.count < bodyStart + length {
+            guard receive(connection, into: &buffer) else { return nil }
+        }
+        let body = Array(buffer[bodyStart..<bodyStart + length])
+        buffer.removeFirst(bodyStart + length)
+        return Request(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
+    }
+
+    private func receive(_ connection: Int32, into buffer: inout [UInt8]) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return false }
+            buffer.append(contentsOf: chunk[0..<count])
+            return true
+        }
+    }
+
+    private func sendAll(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { send(connection, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent < 0, errno == EINTR { continue }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        for start in 0...(haystack.count - needle.count) where haystack[start..<start + needle.count].elementsEqual(needle) {
+            return start
+        }
+        return nil
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 202: return "Accepted"
+        case 400: return "Bad Request"
+        case 404: return "Not Found"
+        case 500: return "Internal Server Error"
+        case 503: return "Service Unavailable"
+        default: return "Status"
+        }
+    }
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        var slice = Substring(self)
+        while slice.first == " " || slice.first == "\t" { slice = slice.dropFirst() }
+        while slice.last == " " || slice.last == "\t" || slice.last == "\r" { slice = slice.dropLast() }
+        return String(slice)
+    }
+}
+
+/// Detached pthreads: the server's threads must not depend on Swift concurrency's pool, which
+/// the test runner itself uses.
+public enum Thread {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    public static func detach(_ body: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        precondition(result == 0, "pthread_create failed")
+        pthread_detach(thread)
+    }
+}
