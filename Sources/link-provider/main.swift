@@ -1,3 +1,5 @@
 import LambdaAuth
 
-HandlerMain.run(name: "link-provider") { _, _ in UnavailableFlowHandler(flow: "link-provider") }
+HandlerMain.run(name: "link-provider") { configuration, logger in
+    LinkProviderHandler(services: try AuthServices(configuration: configuration, logger: logger))
+}

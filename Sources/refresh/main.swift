@@ -1,3 +1,5 @@
 import LambdaAuth
 
-HandlerMain.run(name: "refresh") { _, _ in UnavailableFlowHandler(flow: "refresh") }
+HandlerMain.run(name: "refresh") { configuration, logger in
+    RefreshHandler(services: try AuthServices(configuration: configuration, logger: logger))
+}

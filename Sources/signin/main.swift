@@ -1,3 +1,5 @@
 import LambdaAuth
 
-HandlerMain.run(name: "signin") { _, _ in UnavailableFlowHandler(flow: "signin") }
+HandlerMain.run(name: "signin") { configuration, logger in
+    SignInHandler(services: try AuthServices(configuration: configuration, logger: logger))
+}

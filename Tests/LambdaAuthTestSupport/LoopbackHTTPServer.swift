@@ -237,23 +237,3 @@ extension String {
     }
 }
 
-/// Detached pthreads: the server's threads must not depend on Swift concurrency's pool, which
-/// the test runner itself uses.
-public enum Thread {
-    final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-
-    public static func detach(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
-        precondition(result == 0, "pthread_create failed")
-        pthread_detach(thread)
-    }
-}

@@ -1,22 +1,17 @@
 import LambdaAuth
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// Helpers shared by every test: temporary directories, and the paths of the built executables.
+/// Helpers shared by every test.
 public enum TestSupport {
     /// A fresh private directory under the system temporary directory.
     public static func temporaryDirectory(_ prefix: String = "lambda-auth-test") -> String {
-        var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
-        let path = template.withUnsafeMutableBufferPointer { buffer -> String in
-            guard let result = mkdtemp(buffer.baseAddress!) else { fatalError("mkdtemp failed") }
-            return String(cString: result)
+        do {
+            return try FileSystem.makeTemporaryDirectory(prefix: prefix)
+        } catch {
+            fatalError("cannot create a temporary directory: \(error)")
         }
-        return path
     }
 
     public static func removeTree(_ path: String) {
-        guard path.hasPrefix("/tmp/") else { return }
-        _ = system("rm -rf '\(path)'")
+        FileSystem.removeTree(path)
     }
 }

@@ -1,9 +1,9 @@
-import LambdaAuth
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Runs the built executables as whole processes, as Lambda and users do.
+/// Runs executables as child processes with an exact environment: authctl uses it to invoke the
+/// handlers (invoke, demo, replay) and the tests use it to run them as Lambda and users do.
 public enum ProcessRunner {
     public struct Output: Sendable {
         public var exitCode: Int32
@@ -18,13 +18,18 @@ public enum ProcessRunner {
         public var json: JSONValue? { try? JSONValue.parse(stdout) }
     }
 
-    /// The directory holding the package's built executables (next to the test bundle).
-    public static var binDirectory: String {
+    /// The path of the running executable.
+    public static var currentExecutable: String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         precondition(count > 0, "cannot read /proc/self/exe")
-        let path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var directory = FileSystem.parentDirectory(of: path)
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The directory holding the package's built executables: the one holding `authctl`, at or
+    /// above the running executable (the test bundle lives next to them).
+    public static var binDirectory: String {
+        var directory = FileSystem.parentDirectory(of: currentExecutable)
         // swift test runs .../debug/lambda-authPackageTests.xctest (a file on Linux).
         while !directory.isEmpty, directory != "/", !FileSystem.exists(directory + "/authctl") {
             directory = FileSystem.parentDirectory(of: directory)
@@ -113,6 +118,7 @@ public final class RunningProcess: @unchecked Sendable {
         _ = Glibc.kill(pid, signal)
     }
 }
+
 
 /// Drains a pipe on its own thread so that a chatty child never blocks on a full pipe.
 final class Collector: @unchecked Sendable {

@@ -1,0 +1,109 @@
+import Crypto
+
+/// The ES256 key that signs our access tokens, with its `kid` (the RFC 7638 JWK thumbprint, so
+/// the same key always has the same id wherever it is loaded).
+public struct AccessTokenKey: Sendable {
+    public let privateKey: P256.Signing.PrivateKey
+    public let keyID: String
+
+    public init(privateKey: P256.Signing.PrivateKey) {
+        self.privateKey = privateKey
+        self.keyID = AccessTokenKey.thumbprint(of: privateKey.publicKey)
+    }
+
+    public init(pem: String) throws(AuthError) {
+        do {
+            self.init(privateKey: try P256.Signing.PrivateKey(pemRepresentation: pem))
+        } catch {
+            throw AuthError(.configError, "AUTH_SIGNING_KEY is not a PEM EC P-256 private key")
+        }
+    }
+
+    /// The public JWK a resource server verifies our access tokens with.
+    public var publicJWK: JSONValue {
+        var jwk = AccessTokenKey.thumbprintMembers(of: privateKey.publicKey)
+        jwk["kid"] = .string(keyID)
+        jwk["use"] = "sig"
+        jwk["alg"] = "ES256"
+        return .object(jwk)
+    }
+
+    public var jwks: JSONValue { ["keys": [publicJWK]] }
+
+    static func thumbprintMembers(of key: P256.Signing.PublicKey) -> [String: JSONValue] {
+        let raw = Array(key.rawRepresentation)  // x || y, 32 bytes each
+        return ["crv": "P-256", "kty": "EC",
+                "x": .string(Base64.urlEncoded(raw[0..<32])), "y": .string(Base64.urlEncoded(raw[32..<64]))]
+    }
+
+    static func thumbprint(of key: P256.Signing.PublicKey) -> String {
+        // RFC 7638: the required members, lexicographic order, no whitespace — what serialized() writes.
+        let canonical = JSONValue.object(thumbprintMembers(of: key)).serializedBytes()
+        return Base64.urlEncoded(SHA256.hash(data: canonical))
+    }
+}
+
+/// The claims of one of our access tokens after verification.
+public struct AccessTokenClaims: Sendable, Equatable {
+    public let userID: String
+    public let sessionID: String
+    public let issuedAt: Int64
+    public let expiresAt: Int64
+    public let tokenID: String
+}
+
+/// Issues and verifies our access tokens: JWT, ES256, claims iss, sub, sid, iat, exp, jti.
+public struct AccessTokenIssuer: Sendable {
+    public let key: AccessTokenKey
+    public let issuer: String
+    public let lifetime: Int64
+
+    public init(key: AccessTokenKey, issuer: String, lifetime: Int64) {
+        self.key = key
+        self.issuer = issuer
+        self.lifetime = lifetime
+    }
+
+    public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource) throws(AuthError) -> String {
+        let header: JSONValue = ["alg": "ES256", "typ": "JWT", "kid": .string(key.keyID)]
+        let claims: JSONValue = [
+            "iss": .string(issuer), "sub": .string(userID), "sid": .string(sessionID),
+            "iat": .number(now), "exp": .number(now + lifetime), "jti": .string(random.identifier()),
+        ]
+        let signingInput = Base64.urlEncoded(header.serializedBytes()) + "." + Base64.urlEncoded(claims.serializedBytes())
+        do {
+            let signature = try key.privateKey.signature(for: Array(signingInput.utf8))
+            return signingInput + "." + Base64.urlEncoded(signature.rawRepresentation)
+        } catch {
+            throw AuthError(.internal, "internal error", detail: "ES256 signing failed: \(error)")
+        }
+    }
+
+    /// Checks signature, `kid`, `iss` and `exp` (no clock skew: we issued it on our own clock).
+    /// Every failure is ACCESS_TOKEN_INVALID; the message says which check failed, never the token.
+    public func verify(_ token: String, now: Int64) throws(AuthError) -> AccessTokenClaims {
+        func invalid(_ reason: String) -> AuthError { AuthError(.accessTokenInvalid, "the access token \(reason)") }
+        guard token.utf8.count <= 8192 else { throw invalid("is too long") }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64.urlDecoded(parts[0]), let claimBytes = Base64.urlDecoded(parts[1]),
+              let signatureBytes = Base64.urlDecoded(parts[2]),
+              case .object(let header)? = try? JSONValue.parse(headerBytes),
+              case .object(let claims)? = try? JSONValue.parse(claimBytes) else {
+            throw invalid("is malformed")
+        }
+        guard header["alg"] == "ES256", header["crit"] == nil else { throw invalid("has the wrong algorithm") }
+        guard header["kid"]?.stringValue == key.keyID else { throw invalid("was not signed by this service's key") }
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+              key.privateKey.publicKey.isValidSignature(signature, for: Array("\(parts[0]).\(parts[1])".utf8)) else {
+            throw invalid("signature does not verify")
+        }
+        guard claims["iss"]?.stringValue == issuer else { throw invalid("has the wrong issuer") }
+        guard let expiresAt = claims["exp"]?.int64Value else { throw invalid("has no expiry") }
+        guard expiresAt > now else { throw invalid("expired at \(ISO8601.format(epochSeconds: expiresAt))") }
+        guard let userID = claims["sub"]?.stringValue, let sessionID = claims["sid"]?.stringValue,
+              let issuedAt = claims["iat"]?.int64Value, let tokenID = claims["jti"]?.stringValue else {
+            throw invalid("lacks required claims")
+        }
+        return AccessTokenClaims(userID: userID, sessionID: sessionID, issuedAt: issuedAt, expiresAt: expiresAt, tokenID: tokenID)
+    }
+}

@@ -1,0 +1,90 @@
+import Crypto
+
+/// Everything a flow needs, built once per process from the configuration and kept warm between
+/// invocations of a resident Lambda process: the table, the ID token verifier (with its JWKS
+/// cache), the access-token key and the credential issuer.
+public final class AuthServices: @unchecked Sendable {
+    public let configuration: AuthConfiguration
+    public let clock: any Clock
+    public let random: any RandomSource
+    public let table: any Table
+    public let verifier: IDTokenVerifier
+    let httpClient: any HTTPClient
+    private let lock = Mutex()
+    private var cachedAccessTokenIssuer: AccessTokenIssuer?
+    private var cachedCredentialIssuer: (any CredentialIssuer)?
+
+    public init(configuration: AuthConfiguration, logger: Logger, table: (any Table)? = nil,
+                httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource()) throws(AuthError) {
+        self.configuration = configuration
+        self.clock = configuration.clock
+        self.random = random
+        let httpClient = httpClient ?? CurlHTTPClient()
+        self.httpClient = httpClient
+        if let table {
+            self.table = table
+        } else {
+            self.table = try makeTable(configuration: configuration, clock: configuration.clock)
+        }
+        self.verifier = IDTokenVerifier(configuration: configuration, httpClient: httpClient, clock: configuration.clock, logger: logger)
+        if let pem = configuration.signingKeyPEM {
+            cachedAccessTokenIssuer = AccessTokenIssuer(key: try AccessTokenKey(pem: pem), issuer: configuration.issuer,
+                                                        lifetime: configuration.accessTokenTTL)
+        }
+    }
+
+    /// The access-token issuer; with no configured key, the dev key inside the local store, which
+    /// is created only when `create` (issuing paths), never by a verification.
+    func accessTokenIssuer(create: Bool, logger: Logger) throws(AuthError) -> AccessTokenIssuer? {
+        if let cached = lock.withLock({ cachedAccessTokenIssuer }) { return cached }
+        guard let key = try DevSecrets.signingKey(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
+            return nil
+        }
+        let issuer = AccessTokenIssuer(key: key, issuer: configuration.issuer, lifetime: configuration.accessTokenTTL)
+        lock.withLock { cachedAccessTokenIssuer = issuer }
+        return issuer
+    }
+
+    /// The access-token key, if one is configured or was created; never creates one.
+    public func accessTokenKey() throws(AuthError) -> AccessTokenKey? {
+        try accessTokenIssuer(create: false, logger: Logger(minimumLevel: .error))?.key
+    }
+
+    func credentialIssuer(logger: Logger) throws(AuthError) -> any CredentialIssuer {
+        if let cached = lock.withLock({ cachedCredentialIssuer }) { return cached }
+        let issuer: any CredentialIssuer
+        switch configuration.credentialsMode {
+        case .local:
+            var secret = configuration.credentialsSecret
+            if secret == nil {
+                secret = try DevSecrets.credentialsSecret(in: table, create: true, now: clock.nowSeconds, random: random, logger: logger)
+            }
+            issuer = LocalCredentialMinter(masterSecret: secret!, lifetime: configuration.credentialsTTL, random: random)
+        case .sts:
+            issuer = try makeSTSCredentialIssuer(configuration: configuration, httpClient: httpClient, random: random)
+        }
+        lock.withLock { cachedCredentialIssuer = issuer }
+        return issuer
+    }
+}
+
+/// A new opaque refresh token: 256 bits from the secure random source, base64url. Only its
+/// SHA-256 is ever stored.
+struct NewRefreshToken {
+    let token: String
+    let hash: String
+
+    init(random: any RandomSource) {
+        token = Base64.urlEncoded(random.bytes(32))
+        hash = NewRefreshToken.hash(token)
+    }
+
+    static func hash(_ token: String) -> String {
+        Array(SHA256.hash(data: Array(token.utf8))).hexString
+    }
+}
+
+/// Random identifiers for users, sessions and token items: 128 bits, lowercase base32.
+func newIdentifier(_ random: any RandomSource) -> String {
+    Base32.encode(random.bytes(16)).lowercased()
+}

@@ -1,0 +1,62 @@
+import Crypto
+
+/// The development defaults the contract allows for the local store: an access-token signing key
+/// and a credentials master secret, created once inside the store itself (so that every process
+/// sharing the store agrees on them) when none is configured.
+///
+/// They are table items (`DEV#SECRETS`) so that two processes creating them at once settle on one
+/// through a conditional put. Reading never creates them: a request that fails must leave the
+/// store byte-identical, so only issuing paths call `loadOrCreate`.
+enum DevSecrets {
+    static let partition = "DEV#SECRETS"
+    static let signingKeyKey = TableKey(pk: partition, sk: "ACCESS_TOKEN_SIGNING_KEY")
+    static let credentialsSecretKey = TableKey(pk: partition, sk: "CREDENTIALS_SECRET")
+
+    static func signingKey(in table: any Table, create: Bool, now: Int64, logger: Logger) throws(AuthError) -> AccessTokenKey? {
+        let value = try load(signingKeyKey, attribute: "pem", in: table, create: create, now: now) {
+            P256.Signing.PrivateKey().pemRepresentation
+        }
+        guard let value else { return nil }
+        if value.created {
+            logger.warning("created a development access-token signing key inside the local store; set AUTH_SIGNING_KEY or AUTH_SIGNING_KEY_FILE in production")
+        }
+        do {
+            return AccessTokenKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: value.text))
+        } catch {
+            throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the stored development signing key is damaged")
+        }
+    }
+
+    static func credentialsSecret(in table: any Table, create: Bool, now: Int64, random: any RandomSource,
+                                  logger: Logger) throws(AuthError) -> String? {
+        let value = try load(credentialsSecretKey, attribute: "secret", in: table, create: create, now: now) {
+            Base64.urlEncoded(random.bytes(32))
+        }
+        if value?.created == true {
+            logger.warning("created a development credentials secret inside the local store; set AUTH_CREDENTIALS_SECRET in production")
+        }
+        return value?.text
+    }
+
+    private static func load(_ key: TableKey, attribute: String, in table: any Table, create: Bool, now: Int64,
+                             make: () -> String) throws(AuthError) -> (text: String, created: Bool)? {
+        if let text = try table.read(key)?[attribute]?.stringValue { return (text, false) }
+        guard create else { return nil }
+        var item = key.item
+        let value = make()
+        item[attribute] = .s(value)
+        item["createdAt"] = .s(Timestamps.format(now))
+        do {
+            try table.putItem(item, condition: "attribute_not_exists(PK)", attributes: .init())
+            return (value, true)
+        } catch .conditionFailed {
+            // Another process created it first; theirs is the one everybody uses.
+            guard let text = try table.read(key)?[attribute]?.stringValue else {
+                throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "dev secret vanished after a race")
+            }
+            return (text, false)
+        } catch {
+            throw error.authError
+        }
+    }
+}

@@ -1,0 +1,293 @@
+/// The item kinds of the single-table layout (contract section 6) and their keys. Every flow reads
+/// and writes items through these types so the layout lives in one place.
+enum Keys {
+    static func user(_ userID: String) -> String { "USER#\(userID)" }
+    static let profile = "PROFILE"
+    static func identityLink(_ provider: ProviderName, _ subject: String) -> TableKey {
+        TableKey(pk: "IDENTITY#\(provider.rawValue)#\(subject)", sk: "LINK")
+    }
+    static func userIdentity(_ userID: String, _ provider: ProviderName) -> TableKey {
+        TableKey(pk: user(userID), sk: "IDENTITY#\(provider.rawValue)")
+    }
+    static func email(_ address: String) -> TableKey {
+        TableKey(pk: "EMAIL#\(address.lowercased())", sk: "USER")
+    }
+    static func profileKey(_ userID: String) -> TableKey { TableKey(pk: user(userID), sk: profile) }
+    static func session(_ userID: String, _ sessionID: String) -> TableKey {
+        TableKey(pk: user(userID), sk: "SESSION#\(sessionID)")
+    }
+    static func refreshToken(_ userID: String, _ tokenID: String) -> TableKey {
+        TableKey(pk: user(userID), sk: "REFRESH#\(tokenID)")
+    }
+    static func refreshTokenIndex(hash: String) -> String { "REFRESH#\(hash)" }
+    /// Upper bound for a query that returns PROFILE and every IDENTITY# item of a user but none of
+    /// the (possibly many) REFRESH# and SESSION# items: "IDENTITY#…" < "PROFILE" < "Q".
+    static let profileAndIdentitiesUpperBound = "Q"
+}
+
+/// A user's PROFILE item, plus the bookkeeping the flows need to stay consistent under
+/// concurrency: `identityCount` (unlink never removes the last identity) and `activeSessions`
+/// (session id → last activity, so that the session limit is enforced atomically with a version).
+struct UserProfile: Sendable {
+    var userID: String
+    var email: String?
+    var emailVerified: Bool
+    var displayName: String?
+    var pictureURL: String?
+    var createdAt: Int64
+    var updatedAt: Int64
+    var lastSignInAt: Int64
+    var identityCount: Int64
+    var activeSessions: [String: Int64]
+    var version: Int64
+
+    init(userID: String, email: String?, emailVerified: Bool, displayName: String?, pictureURL: String?, now: Int64) {
+        self.userID = userID
+        self.email = email
+        self.emailVerified = emailVerified
+        self.displayName = displayName
+        self.pictureURL = pictureURL
+        self.createdAt = now
+        self.updatedAt = now
+        self.lastSignInAt = now
+        self.identityCount = 1
+        self.activeSessions = [:]
+        self.version = 0
+    }
+
+    init?(item: Item) {
+        guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"), item["SK"]?.stringValue == Keys.profile else {
+            return nil
+        }
+        userID = String(pk.dropFirst(5))
+        email = item["email"]?.stringValue
+        emailVerified = item["emailVerified"]?.boolValue ?? false
+        displayName = item["displayName"]?.stringValue
+        pictureURL = item["pictureUrl"]?.stringValue
+        createdAt = item["createdAt"].flatMap(Timestamps.parse) ?? 0
+        updatedAt = item["updatedAt"].flatMap(Timestamps.parse) ?? createdAt
+        lastSignInAt = item["lastSignInAt"].flatMap(Timestamps.parse) ?? createdAt
+        identityCount = item["identityCount"]?.int64Value ?? 1
+        var sessions: [String: Int64] = [:]
+        for (sessionID, value) in item["activeSessions"]?.mapValue ?? [:] {
+            sessions[sessionID] = value.int64Value ?? 0
+        }
+        activeSessions = sessions
+        version = item["version"]?.int64Value ?? 0
+    }
+
+    var item: Item {
+        var item: Item = Keys.profileKey(userID).item
+        item["email"] = email.map(AttributeValue.s) ?? .null
+        item["emailVerified"] = .bool(emailVerified)
+        item["displayName"] = displayName.map(AttributeValue.s) ?? .null
+        item["pictureUrl"] = pictureURL.map(AttributeValue.s) ?? .null
+        item["createdAt"] = .s(Timestamps.format(createdAt))
+        item["updatedAt"] = .s(Timestamps.format(updatedAt))
+        item["lastSignInAt"] = .s(Timestamps.format(lastSignInAt))
+        item["identityCount"] = .n(identityCount)
+        item["activeSessions"] = .m(activeSessions.mapValues { .n($0) })
+        item["version"] = .n(version)
+        return item
+    }
+}
+
+/// One provider identity as the user's side of the link holds it.
+struct LinkedIdentity: Sendable {
+    var provider: ProviderName
+    var subject: String
+    var email: String?
+    var linkedAt: Int64
+
+    init(provider: ProviderName, subject: String, email: String?, linkedAt: Int64) {
+        self.provider = provider
+        self.subject = subject
+        self.email = email
+        self.linkedAt = linkedAt
+    }
+
+    init?(userSideItem item: Item) {
+        guard let sk = item["SK"]?.stringValue, sk.hasPrefix("IDENTITY#"),
+              let provider = ProviderName(rawValue: String(sk.dropFirst(9))),
+              let subject = item["subject"]?.stringValue else { return nil }
+        self.provider = provider
+        self.subject = subject
+        self.email = item["email"]?.stringValue
+        self.linkedAt = item["linkedAt"].flatMap(Timestamps.parse) ?? 0
+    }
+
+    func userSideItem(userID: String) -> Item {
+        var item = Keys.userIdentity(userID, provider).item
+        item["subject"] = .s(subject)
+        item["email"] = email.map(AttributeValue.s) ?? .null
+        item["linkedAt"] = .s(Timestamps.format(linkedAt))
+        return item
+    }
+
+    func linkItem(userID: String) -> Item {
+        var item = Keys.identityLink(provider, subject).item
+        item["userId"] = .s(userID)
+        item["provider"] = .s(provider.rawValue)
+        item["subject"] = .s(subject)
+        item["email"] = email.map(AttributeValue.s) ?? .null
+        item["linkedAt"] = .s(Timestamps.format(linkedAt))
+        return item
+    }
+
+    var json: JSONValue {
+        ["provider": .string(provider.rawValue), "subject": .string(subject),
+         "email": email.map(JSONValue.string) ?? .null, "linkedAt": .string(Timestamps.format(linkedAt))]
+    }
+}
+
+enum RefreshTokenStatus: String, Sendable {
+    case active = "ACTIVE"
+    case used = "USED"
+    case revoked = "REVOKED"
+}
+
+/// A refresh token as stored: only its SHA-256 is kept (GSI1PK), never the token itself.
+struct RefreshTokenRecord: Sendable {
+    var userID: String
+    var tokenID: String
+    var tokenHash: String
+    var familyID: String
+    var status: RefreshTokenStatus
+    var createdAt: Int64
+    var expiresAt: Int64
+    var usedAt: Int64?
+    var replacedBy: String?
+    /// Copied from the session so that a refresh can answer `session.createdAt` without reading it.
+    var sessionCreatedAt: Int64?
+
+    init(userID: String, tokenID: String, tokenHash: String, familyID: String, createdAt: Int64, expiresAt: Int64,
+         sessionCreatedAt: Int64) {
+        self.userID = userID
+        self.tokenID = tokenID
+        self.tokenHash = tokenHash
+        self.familyID = familyID
+        self.status = .active
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.sessionCreatedAt = sessionCreatedAt
+    }
+
+    init?(item: Item) {
+        guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"),
+              let sk = item["SK"]?.stringValue, sk.hasPrefix("REFRESH#"),
+              let index = item["GSI1PK"]?.stringValue, index.hasPrefix("REFRESH#"),
+              let familyID = item["familyId"]?.stringValue,
+              let status = item["status"]?.stringValue.flatMap(RefreshTokenStatus.init(rawValue:)),
+              let expiresAt = item["expiresAt"].flatMap(Timestamps.parse) else { return nil }
+        userID = String(pk.dropFirst(5))
+        tokenID = String(sk.dropFirst(8))
+        tokenHash = String(index.dropFirst(8))
+        self.familyID = familyID
+        self.status = status
+        createdAt = item["createdAt"].flatMap(Timestamps.parse) ?? 0
+        self.expiresAt = expiresAt
+        usedAt = item["usedAt"].flatMap(Timestamps.parse)
+        replacedBy = item["replacedBy"]?.stringValue
+        sessionCreatedAt = item["sessionCreatedAt"].flatMap(Timestamps.parse)
+    }
+
+    var key: TableKey { Keys.refreshToken(userID, tokenID) }
+
+    /// The new ACTIVE item. It stays visible a day past its expiry (`expiredVisibility`) so that a
+    /// late refresh learns it expired instead of "unknown".
+    var item: Item {
+        var item = key.item
+        item["GSI1PK"] = .s(Keys.refreshTokenIndex(hash: tokenHash))
+        item["GSI1SK"] = .s("REFRESH")
+        item["familyId"] = .s(familyID)
+        item["userId"] = .s(userID)
+        item["status"] = .s(status.rawValue)
+        item["createdAt"] = .s(Timestamps.format(createdAt))
+        item["expiresAt"] = .s(Timestamps.format(expiresAt))
+        if let sessionCreatedAt { item["sessionCreatedAt"] = .s(Timestamps.format(sessionCreatedAt)) }
+        item["ttl"] = .n(expiresAt + RefreshTokenRecord.expiredVisibility)
+        return item
+    }
+}
+
+/// A session: one signed-in device. Its id is also the refresh-token family id.
+struct SessionRecord: Sendable {
+    var userID: String
+    var sessionID: String
+    var device: [String: String]
+    var createdAt: Int64
+    var lastActiveAt: Int64
+    var status: String
+
+    init(userID: String, sessionID: String, device: [String: String], now: Int64) {
+        self.userID = userID
+        self.sessionID = sessionID
+        self.device = device
+        self.createdAt = now
+        self.lastActiveAt = now
+        self.status = "ACTIVE"
+    }
+
+    init?(item: Item) {
+        guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"),
+              let sk = item["SK"]?.stringValue, sk.hasPrefix("SESSION#") else { return nil }
+        userID = String(pk.dropFirst(5))
+        sessionID = String(sk.dropFirst(8))
+        var device: [String: String] = [:]
+        for (name, value) in item["device"]?.mapValue ?? [:] {
+            if let text = value.stringValue { device[name] = text }
+        }
+        self.device = device
+        createdAt = item["createdAt"].flatMap(Timestamps.parse) ?? 0
+        lastActiveAt = item["lastActiveAt"].flatMap(Timestamps.parse) ?? createdAt
+        status = item["status"]?.stringValue ?? "ACTIVE"
+    }
+
+    func item(refreshTokenTTL: Int64) -> Item {
+        var item = Keys.session(userID, sessionID).item
+        item["device"] = .m(device.mapValues(AttributeValue.s))
+        item["createdAt"] = .s(Timestamps.format(createdAt))
+        item["lastActiveAt"] = .s(Timestamps.format(lastActiveAt))
+        item["status"] = .s(status)
+        // A session outlives its last refresh token by nothing: after that it cannot be resumed.
+        item["ttl"] = .n(lastActiveAt + refreshTokenTTL)
+        return item
+    }
+
+    var json: JSONValue {
+        ["id": .string(sessionID), "createdAt": .string(Timestamps.format(createdAt))]
+    }
+}
+
+/// Stored timestamps are ISO-8601 strings (readable in `authctl store` output); `ttl` is epoch
+/// seconds because DynamoDB's TTL requires it.
+enum Timestamps {
+    static func format(_ epochSeconds: Int64) -> String { ISO8601.format(epochSeconds: epochSeconds) }
+
+    static func parse(_ value: AttributeValue) -> Int64? {
+        switch value {
+        case .s(let text): return ISO8601.parse(text).map { Int64($0.rounded(.down)) }
+        case .n: return value.int64Value
+        default: return nil
+        }
+    }
+}
+
+/// The `user` object of every response.
+struct UserView {
+    var profile: UserProfile
+    var identities: [LinkedIdentity]
+
+    var json: JSONValue {
+        [
+            "id": .string(profile.userID),
+            "email": profile.email.map(JSONValue.string) ?? .null,
+            "emailVerified": .bool(profile.emailVerified),
+            "displayName": profile.displayName.map(JSONValue.string) ?? .null,
+            "pictureUrl": profile.pictureURL.map(JSONValue.string) ?? .null,
+            "identities": .array(identities.sorted { ($0.linkedAt, $0.provider.rawValue) < ($1.linkedAt, $1.provider.rawValue) }.map(\.json)),
+            "createdAt": .string(Timestamps.format(profile.createdAt)),
+            "lastSignInAt": .string(Timestamps.format(profile.lastSignInAt)),
+        ]
+    }
+}

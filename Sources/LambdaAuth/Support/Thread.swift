@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Detached pthreads for the few background jobs of a synchronous program (draining a child's
+/// pipes, serving a loopback test server): they must not depend on Swift concurrency's pool.
+public enum Thread {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    public static func detach(_ body: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        precondition(result == 0, "pthread_create failed")
+        pthread_detach(thread)
+    }
+}

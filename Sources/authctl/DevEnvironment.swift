@@ -1,0 +1,155 @@
+import LambdaAuth
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The embedded defaults that let every sample run offline on a fresh clone: the dev identity
+/// provider stands in for Google and Apple (its JWKS file is both providers' key set), with
+/// demo client ids. They apply to `authctl invoke`, `demo` and `replay` only, never to the
+/// handlers themselves, and each can be overridden by setting the variable.
+struct DevEnvironment {
+    static let googleAudiences = ["demo-web.apps.googleusercontent.com", "demo-ios.apps.googleusercontent.com",
+                                  "demo-android.apps.googleusercontent.com"]
+    static let appleAudiences = ["com.example.demo", "com.example.demo.web"]
+
+    /// Holds the dev identity provider's key and JWKS, the JWKS cache and the tokens last issued.
+    let directory: String
+    let identityProvider: DevIdentityProvider
+    let binDirectory: String
+
+    init(directory: String, binDirectory: String = FileSystem.parentDirectory(of: ProcessRunner.currentExecutable)) throws {
+        self.directory = directory
+        self.binDirectory = binDirectory
+        identityProvider = try DevIdentityProvider.loadOrCreate(directory: directory)
+    }
+
+    /// The handlers' environment: the caller's, completed with the embedded defaults.
+    func handlerEnvironment(_ base: [String: String]) -> [String: String] {
+        var environment = base
+        let jwksURL = "file://" + absolute(identityProvider.jwksPath)
+        let defaults = [
+            "AUTH_GOOGLE_AUDIENCES": DevEnvironment.googleAudiences.joined(separator: ","),
+            "AUTH_APPLE_AUDIENCES": DevEnvironment.appleAudiences.joined(separator: ","),
+            "AUTH_GOOGLE_JWKS_URL": jwksURL,
+            "AUTH_APPLE_JWKS_URL": jwksURL,
+            "AUTH_CACHE_DIR": absolute(directory + "/cache"),
+        ]
+        for (name, value) in defaults where (environment[name] ?? "").isEmpty { environment[name] = value }
+        return environment
+    }
+
+    func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let length = buffer.firstIndex(of: 0) ?? buffer.count
+        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
+    }
+
+    /// Runs one handler executable on one event, as Lambda's stdin mode does.
+    func invoke(_ handler: String, event: JSONValue, environment: [String: String]) throws -> Invocation {
+        let executable = binDirectory + "/" + handler
+        guard FileSystem.exists(executable) else {
+            throw CommandFailure("no \(handler) executable in \(binDirectory); run `swift build` first")
+        }
+        let output = ProcessRunner.run(executable, environment: environment, stdin: event.serializedBytes())
+        return Invocation(exitCode: output.exitCode, document: output.json, log: output.stderrText)
+    }
+
+    struct Invocation {
+        var exitCode: Int32
+        /// What the handler printed: the body for direct events, the HTTP envelope otherwise.
+        var document: JSONValue?
+        var log: String
+
+        /// Status and body, whatever the event kind.
+        var status: Int? {
+            if let code = document?["statusCode"]?.int64Value { return Int(code) }
+            if let status = document?["error"]?["status"]?.int64Value { return Int(status) }
+            return document == nil ? nil : 200
+        }
+
+        var body: JSONValue? {
+            if let text = document?["statusCode"] != nil ? document?["body"]?.stringValue : nil {
+                return try? JSONValue.parse(text)
+            }
+            return document
+        }
+    }
+}
+
+/// `{{idToken PROVIDER key=value ...}}` placeholders: minted by the dev identity provider at
+/// the given clock. Keys: sub, email, emailVerified, privateEmail, name, picture, aud, nonce,
+/// expiresIn, iat, iss, kid.
+struct PlaceholderFiller {
+    let environment: DevEnvironment
+    let now: Int64
+    let saved: [String: String]
+
+    func fill(_ value: JSONValue) throws -> JSONValue {
+        switch value {
+        case .string(let text):
+            // An HTTP event's body is JSON text: fill the placeholders inside it as JSON values.
+            if text.hasPrefix("{"), let body = try? JSONValue.parse(text) { return .string(try fill(body).serialized()) }
+            return .string(try fill(text))
+        case .array(let elements): return .array(try elements.map(fill))
+        case .object(let members): return .object(try members.mapValues(fill))
+        default: return value
+        }
+    }
+
+    func fill(_ text: String) throws -> String {
+        var output = ""
+        var rest = Substring(text)
+        while let open = rest.firstRange(of: "{{") {
+            output += rest[..<open.lowerBound]
+            guard let close = rest[open.upperBound...].firstRange(of: "}}") else {
+                throw CommandFailure("unterminated placeholder in \(text)")
+            }
+            output += try resolve(String(rest[open.upperBound..<close.lowerBound]))
+            rest = rest[close.upperBound...]
+        }
+        return output + rest
+    }
+
+    func resolve(_ placeholder: String) throws -> String {
+        let words = try PlaceholderFiller.split(placeholder)
+        guard let head = words.first else { throw CommandFailure("empty placeholder") }
+        if head.hasPrefix("$") {
+            guard let value = saved[String(head.dropFirst())] else {
+                throw CommandFailure("no saved value \(head) (saved: \(saved.keys.sorted().joined(separator: ", ")))")
+            }
+            return value
+        }
+        guard head == "idToken", words.count >= 2 else {
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}} or {{$name}}")
+        }
+        let provider = try ProviderName.parse(words[1])
+        var options: [String: String] = [:]
+        for word in words.dropFirst(2) {
+            guard let equals = word.firstIndex(of: "=") else { throw CommandFailure("placeholder option \(word) needs key=value") }
+            options[String(word[..<equals])] = String(word[word.index(after: equals)...])
+        }
+        let audiences = provider == .google ? DevEnvironment.googleAudiences : DevEnvironment.appleAudiences
+        return try environment.identityProvider.mintToken(provider: provider, options: options, defaultAudience: audiences[0], now: now)
+    }
+
+    /// Splits on spaces, keeping "quoted values" together.
+    static func split(_ text: String) throws -> [String] {
+        var words: [String] = []
+        var current = ""
+        var quoted = false
+        for character in text {
+            if character == "\"" { quoted.toggle(); continue }
+            if character == " ", !quoted {
+                if !current.isEmpty { words.append(current) }
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        if quoted { throw CommandFailure("unbalanced quotes in {{\(text)}}") }
+        if !current.isEmpty { words.append(current) }
+        return words
+    }
+}

@@ -1,0 +1,143 @@
+import LambdaAuth
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Running the handlers from the developer's seat: one sample event, the demo, recorded scenarios,
+/// and the access-token JWKS for resource servers.
+enum FlowCommands {
+    static var all: [Command] {
+        [
+            Command(path: ["invoke"], usage: "invoke HANDLER EVENT_FILE [--dev-dir DIR]",
+                    summary: "Run signin, refresh or link-provider on an event file; {{idToken …}} placeholders are minted by the dev identity provider and {{$refreshToken}} / {{$accessToken}} come from the previous response.",
+                    run: invoke),
+            Command(path: ["demo"], usage: "demo",
+                    summary: "A Google sign-in, a refresh, an Apple link and a second refresh on the embedded defaults, in a fresh temporary store.",
+                    run: demo),
+            Command(path: ["replay"], usage: "replay [--verbose] FILE...",
+                    summary: "Replay recorded scenarios (Events/scenarios/*.json) against the built handlers; prints a diff on mismatch.",
+                    run: replay),
+            Command(path: ["jwks"], usage: "jwks",
+                    summary: "Print the public JWKS that resource servers use to verify our access tokens.",
+                    run: jwks),
+        ]
+    }
+
+    static func invoke(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
+        let devDirectory = try arguments.option("dev-dir") ?? ".auth-dev"
+        let handler = try arguments.positional("HANDLER")
+        let file = try arguments.positional("EVENT_FILE")
+        try arguments.finish()
+        let environment = try DevEnvironment(directory: devDirectory)
+        let statePath = devDirectory + "/last-tokens.json"
+        var saved: [String: String] = [:]
+        if let state = try? JSONValue.parse(FileSystem.readFile(statePath)), case .object(let members) = state {
+            for (name, value) in members { saved[name] = value.stringValue }
+        }
+        let template: JSONValue
+        do {
+            template = try JSONValue.parse(try FileSystem.readFile(file))
+        } catch {
+            throw CommandFailure("\(file): \(error)")
+        }
+        let now = context.environment["AUTH_NOW"].flatMap { Double($0) ?? ISO8601.parse($0) }.map { Int64($0) }
+            ?? SystemClock().nowSeconds
+        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved).fill(template)
+        let result = try environment.invoke(handler, event: event, environment: environment.handlerEnvironment(context.environment))
+        if !result.log.isEmpty { standardError(String(result.log.dropLast())) }
+        guard let document = result.document else { throw CommandFailure("\(handler) printed no JSON response") }
+        print(document.prettyPrinted())
+        if let tokens = result.body?["tokens"] {
+            saved["refreshToken"] = tokens["refreshToken"]?.stringValue
+            saved["accessToken"] = tokens["accessToken"]?.stringValue
+            try FileSystem.writeAtomically(statePath, JSONValue.object(saved.mapValues(JSONValue.string)).serializedBytes())
+        }
+    }
+
+    static func demo(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
+        try arguments.finish()
+        let world = try FileSystem.makeTemporaryDirectory(prefix: "lambda-auth-demo")
+        defer { FileSystem.removeTree(world) }
+        let environment = try DevEnvironment(directory: world + "/dev")
+        var variables = context.environment.filter { !$0.key.hasPrefix("AUTH_") }
+        variables["AUTH_STORE"] = world + "/store"
+        variables["AUTH_LOG_LEVEL"] = "warning"
+        variables = environment.handlerEnvironment(variables)
+        let now = SystemClock().nowSeconds
+        let filler = PlaceholderFiller(environment: environment, now: now, saved: [:])
+
+        func step(_ title: String, _ handler: String, _ event: JSONValue) throws -> JSONValue {
+            print("\n== \(title) (\(handler))")
+            print("request: " + DemoDisplay.abbreviate(event).prettyPrinted())
+            let result = try environment.invoke(handler, event: event, environment: variables)
+            guard let body = result.body, let status = result.status else {
+                throw CommandFailure("\(handler) printed no JSON response; its log:\n\(result.log)")
+            }
+            print("response \(status): " + DemoDisplay.abbreviate(body).prettyPrinted())
+            guard status == 200 else { throw CommandFailure("the demo expected 200 from \(handler)") }
+            return body
+        }
+
+        print("lambda-auth demo: a temporary store in \(world), the dev identity provider standing in for Google and Apple")
+        let googleToken = try filler.fill("{{idToken google sub=100200300 email=ada@example.com name=\"Ada Lovelace\"}}")
+        let signedIn = try step("Google sign-in: a new user", "signin", [
+            "provider": "google", "idToken": .string(googleToken),
+            "device": ["id": "demo-iphone", "name": "Ada's iPhone", "platform": "ios"],
+        ])
+        let refreshed = try step("Refresh: the refresh token rotates", "refresh",
+                                 ["refreshToken": signedIn["tokens"]!["refreshToken"]!])
+        let appleToken = try filler.fill("{{idToken apple sub=001122.demo.3344 email=x7q2demo@privaterelay.appleid.com privateEmail=true}}")
+        let accessToken = refreshed["tokens"]!["accessToken"]!.stringValue!
+        let linkEvent = Events.wrap(["provider": "apple", "idToken": .string(appleToken)], kind: "http", method: "POST",
+                                    headers: ["authorization": "Bearer " + accessToken], path: "/auth/link")
+        _ = try step("Link Apple to the same user (an HTTP API event)", "link-provider", linkEvent)
+        _ = try step("Second refresh: the rotated token rotates again", "refresh",
+                     ["refreshToken": refreshed["tokens"]!["refreshToken"]!])
+        print("\ndemo complete: 4 invocations, all 200")
+    }
+
+    static func replay(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
+        let verbose = arguments.flag("verbose")
+        var files: [String] = []
+        while let file = arguments.optionalPositional() { files.append(file) }
+        try arguments.finish()
+        guard !files.isEmpty else { throw CommandFailure("name at least one scenario file", exitCode: 2) }
+        let runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
+                                    baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") })
+        var passed = 0, failed = 0
+        for file in files {
+            let scenario = try Scenario(path: file, root: ".")
+            let outcome = try runner.run(scenario, verbose: verbose)
+            print("\(outcome.passed ? "PASS" : "FAIL") \(file): \(scenario.description) (\(scenario.steps.count) steps)")
+            outcome.report.forEach { print($0) }
+            if outcome.passed { passed += 1 } else { failed += 1 }
+        }
+        print("replay: \(passed) passed, \(failed) failed")
+        if failed > 0 { throw CommandFailure("\(failed) scenario(s) failed") }
+    }
+
+    static func jwks(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
+        try arguments.finish()
+        let configuration = try context.configuration()
+        let services = try AuthServices(configuration: configuration, logger: Logger(minimumLevel: .warning))
+        guard let key = try services.accessTokenKey() else {
+            throw CommandFailure("no access-token key yet: set AUTH_SIGNING_KEY(_FILE), or sign a user in once to create the dev key")
+        }
+        print(key.jwks.prettyPrinted())
+    }
+}
+
+/// Long tokens make the demo unreadable; show their start and length instead.
+enum DemoDisplay {
+    static func abbreviate(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let text) where text.hasPrefix("{") || text.hasPrefix("["):
+            return (try? JSONValue.parse(text)).map(abbreviate) ?? value
+        case .string(let text) where text.count > 48:
+            return .string(String(text.prefix(24)) + "…(\(text.count) chars)")
+        case .array(let elements): return .array(elements.map(abbreviate))
+        case .object(let members): return .object(members.mapValues(abbreviate))
+        default: return value
+        }
+    }
+}

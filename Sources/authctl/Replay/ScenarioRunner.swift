@@ -1,0 +1,188 @@
+import LambdaAuth
+
+/// A recorded scenario (`Events/scenarios/*.json`): invocations in order on a fixed clock, each
+/// with the expected status and body.
+///
+/// ```json
+/// {"description": "…", "now": "2026-03-01T09:00:00Z", "environment": {"AUTH_MAX_SESSIONS": "5"},
+///  "steps": [{"name": "…", "handler": "signin", "advance": 0, "kind": "direct|http|rest",
+///             "method": "POST", "headers": {…}, "event": {…} | "eventFile": "Events/…",
+///             "environment": {…}, "expect": {"status": 200, "body": {…}} | {"status": 401, "error": "CODE"},
+///             "save": {"name": "user.id"}}]}
+/// ```
+/// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
+/// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders.
+struct Scenario {
+    struct Step {
+        var name: String
+        var handler: String
+        var advance: Int64
+        var kind: String
+        var method: String
+        var headers: [String: String]
+        var event: JSONValue
+        var environment: [String: String]
+        var expectedStatus: Int
+        var expectedBody: JSONValue?
+        var expectedError: String?
+        var save: [String: String]
+    }
+
+    var path: String
+    var description: String
+    var start: Int64
+    var environment: [String: String]
+    var steps: [Step]
+
+    init(path: String, root: String) throws {
+        self.path = path
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(try FileSystem.readFile(path))
+        } catch {
+            throw CommandFailure("\(path): \(error)")
+        }
+        func fail(_ reason: String) -> CommandFailure { CommandFailure("\(path): \(reason)") }
+        description = json["description"]?.stringValue ?? path
+        guard let now = json["now"]?.stringValue.flatMap(ISO8601.parse) else { throw fail("needs \"now\" as an ISO-8601 time") }
+        start = Int64(now)
+        environment = try Scenario.stringMap(json["environment"], fail("environment must map names to strings"))
+        guard let rawSteps = json["steps"]?.arrayValue, !rawSteps.isEmpty else { throw fail("needs a non-empty \"steps\" array") }
+        steps = try rawSteps.enumerated().map { index, raw in
+            let label = "step \(index + 1)"
+            guard let handler = raw["handler"]?.stringValue, ["signin", "refresh", "link-provider"].contains(handler) else {
+                throw fail("\(label): handler must be signin, refresh or link-provider")
+            }
+            var event = raw["event"]
+            if let file = raw["eventFile"]?.stringValue {
+                do {
+                    event = try JSONValue.parse(try FileSystem.readFile(root + "/" + file))
+                } catch {
+                    throw fail("\(label): eventFile \(file): \(error)")
+                }
+            }
+            guard let event, let expect = raw["expect"], let status = expect["status"]?.int64Value else {
+                throw fail("\(label): needs \"event\" (or \"eventFile\") and \"expect\" with a \"status\"")
+            }
+            return Step(
+                name: raw["name"]?.stringValue ?? label, handler: handler, advance: raw["advance"]?.int64Value ?? 0,
+                kind: raw["kind"]?.stringValue ?? "direct", method: raw["method"]?.stringValue ?? "POST",
+                headers: try Scenario.stringMap(raw["headers"], fail("\(label): headers must map names to strings")),
+                event: event,
+                environment: try Scenario.stringMap(raw["environment"], fail("\(label): environment must map names to strings")),
+                expectedStatus: Int(status), expectedBody: expect["body"], expectedError: expect["error"]?.stringValue,
+                save: try Scenario.stringMap(raw["save"], fail("\(label): save must map names to paths")))
+        }
+    }
+
+    static func stringMap(_ value: JSONValue?, _ failure: CommandFailure) throws -> [String: String] {
+        guard let value, !value.isNull else { return [:] }
+        guard case .object(let members) = value else { throw failure }
+        var result: [String: String] = [:]
+        for (name, member) in members {
+            guard let text = member.stringValue else { throw failure }
+            result[name] = text
+        }
+        return result
+    }
+}
+
+/// Runs scenarios against the built handlers, each in a fresh temporary world (store, JWKS cache,
+/// dev identity provider), and reports differences.
+struct ScenarioRunner {
+    let binDirectory: String
+    let root: String
+    let baseEnvironment: [String: String]
+
+    struct Outcome {
+        var passed: Bool
+        var report: [String]
+    }
+
+    func run(_ scenario: Scenario, verbose: Bool) throws -> Outcome {
+        let world = try FileSystem.makeTemporaryDirectory(prefix: "authctl-replay")
+        defer { FileSystem.removeTree(world) }
+        let environment = try DevEnvironment(directory: world + "/dev", binDirectory: binDirectory)
+        var clock = scenario.start
+        var saved: [String: String] = [:]
+        var report: [String] = []
+        for (index, step) in scenario.steps.enumerated() {
+            clock += step.advance
+            let label = "step \(index + 1) (\(step.handler)) \(step.name)"
+            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved)
+            let payload = try filler.fill(step.event)
+            let headers = try step.headers.mapValues(filler.fill)
+            let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers, path: "/auth/\(step.handler)")
+            var variables = baseEnvironment.merging(scenario.environment) { $1 }.merging(step.environment) { $1 }
+            variables["AUTH_STORE"] = world + "/store"
+            variables["AUTH_TEST_MODE"] = "1"
+            variables["AUTH_NOW"] = String(clock)
+            let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
+            let problems = check(step, invocation, saved: saved)
+            if problems.isEmpty {
+                if verbose { report.append("  ok   \(label)") }
+            } else {
+                report.append("  FAIL \(label)")
+                report += problems.map { "       \($0)" }
+                let tail = invocation.log.split(separator: "\n").suffix(3)
+                report += tail.map { "       log: \($0)" }
+                return Outcome(passed: false, report: report)
+            }
+            for (name, path) in step.save {
+                guard let value = invocation.body?.value(at: path) else {
+                    report.append("  FAIL \(label): nothing at \(path) to save as \(name)")
+                    return Outcome(passed: false, report: report)
+                }
+                saved[name] = value.stringValue ?? value.serialized()
+            }
+        }
+        return Outcome(passed: true, report: report)
+    }
+
+    func check(_ step: Scenario.Step, _ invocation: DevEnvironment.Invocation, saved: [String: String]) -> [String] {
+        var problems: [String] = []
+        if invocation.exitCode != 0 { problems.append("exit status \(invocation.exitCode), expected 0") }
+        guard let status = invocation.status, let body = invocation.body else {
+            return problems + ["no JSON response on stdout"]
+        }
+        if step.kind != "direct", invocation.document?["statusCode"] == nil {
+            problems.append("an HTTP event must get an HTTP-style response")
+        }
+        if status != step.expectedStatus { problems.append("status: expected \(step.expectedStatus), got \(status)") }
+        let matcher = ResponseMatcher(saved: saved)
+        if let code = step.expectedError {
+            let actual = body["error"]?["code"]?.stringValue ?? "(none)"
+            if actual != code {
+                let message = body["error"]?["message"]?.stringValue.map { " (\($0))" } ?? ""
+                problems.append("error code: expected \(code), got \(actual)\(message)")
+            }
+        }
+        if let expected = step.expectedBody {
+            problems += matcher.differences(expected: expected, actual: body)
+        }
+        return problems
+    }
+}
+
+/// Builds the event shapes of the contract around a request body.
+enum Events {
+    static func wrap(_ body: JSONValue, kind: String, method: String, headers: [String: String], path: String) -> JSONValue {
+        var allHeaders: [String: JSONValue] = ["content-type": "application/json"]
+        for (name, value) in headers { allHeaders[name] = .string(value) }
+        switch kind {
+        case "http":
+            return ["version": "2.0", "routeKey": .string("\(method) \(path)"), "rawPath": .string(path), "rawQueryString": "",
+                    "headers": .object(allHeaders),
+                    "requestContext": ["http": ["method": .string(method), "path": .string(path), "protocol": "HTTP/1.1",
+                                                "sourceIp": "203.0.113.9", "userAgent": "authctl"],
+                                       "requestId": "replay", "stage": "$default"],
+                    "body": .string(body.serialized()), "isBase64Encoded": false]
+        case "rest":
+            return ["resource": .string(path), "path": .string(path), "httpMethod": .string(method), "headers": .object(allHeaders),
+                    "requestContext": ["resourcePath": .string(path), "httpMethod": .string(method), "requestId": "replay", "stage": "prod"],
+                    "body": .string(body.serialized()), "isBase64Encoded": false]
+        default:
+            return body
+        }
+    }
+}
