@@ -1,0 +1,128 @@
+import LambdaAuth
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A temporary world for whole-process flow tests: Google and Apple test issuers with their JWKS
+/// files, a store, a JWKS cache and the handlers' environment on a fixed clock. Every handler's
+/// stderr is kept so that tests can check what was logged.
+public final class FlowWorld: @unchecked Sendable {
+    public let directory: String
+    public let google = TestIssuer(keyIndex: 0, keyID: "google-key-1")
+    public let apple = TestIssuer(keyIndex: 1, keyID: "apple-key-1")
+    public private(set) var environment: [String: String]
+    private let lock = Mutex()
+    private var collectedLogs: [String] = []
+
+    public init(_ extra: [String: String] = [:]) {
+        directory = TestSupport.temporaryDirectory("flow-world")
+        environment = VerifierEnvironment.make(
+            googleJWKS: TestJWKS.file(google.jwks, in: directory, name: "google.json"),
+            appleJWKS: TestJWKS.file(apple.jwks, in: directory, name: "apple.json"),
+            cacheDirectory: directory + "/cache",
+            extra: ["AUTH_STORE": directory + "/store", "AUTH_TEST_MODE": "1", "AUTH_NOW": String(google.now),
+                    "AUTH_LOG_LEVEL": "debug"])
+        for (name, value) in extra { environment[name] = value }
+    }
+
+    deinit { TestSupport.removeTree(directory) }
+
+    public var storeDirectory: String { environment["AUTH_STORE"]! }
+    public var now: Int64 { google.now }
+
+    /// The local store, opened in-process to inspect what the handlers wrote.
+    public func table() -> any Table { LocalTable(directory: storeDirectory, clock: FixedClock(Double(now))) }
+
+    // MARK: tokens
+
+    public func googleToken(subject: String, email: String? = "user@example.com", changes: [String: JSONValue?] = [:]) -> String {
+        google.token(google.claims(.google, audience: TestIssuer.googleAudience, subject: subject, email: email, changes: changes))
+    }
+
+    public func appleToken(subject: String, email: String? = "relay@privaterelay.appleid.com", changes: [String: JSONValue?] = [:]) -> String {
+        apple.token(apple.claims(.apple, audience: TestIssuer.appleAudience, subject: subject, email: email, changes: changes))
+    }
+
+    // MARK: invocations
+
+    /// Runs a handler on raw event bytes.
+    public func run(_ handler: String, raw: [UInt8], environment extra: [String: String] = [:]) -> ProcessRunner.Output {
+        let output = ProcessRunner.run(ProcessRunner.executable(handler), environment: environment.merging(extra) { $1 },
+                                       stdin: raw)
+        lock.withLock { collectedLogs.append(output.stderrText) }
+        return output
+    }
+
+    public func run(_ handler: String, _ event: JSONValue, environment extra: [String: String] = [:]) -> ProcessRunner.Output {
+        run(handler, raw: event.serializedBytes(), environment: extra)
+    }
+
+    /// Starts a handler without feeding it yet, for races: start many, then `finish` them together.
+    public func start(_ handler: String) -> RunningProcess {
+        ProcessRunner.start(ProcessRunner.executable(handler), environment: environment)
+    }
+
+    public func record(_ output: ProcessRunner.Output) {
+        lock.withLock { collectedLogs.append(output.stderrText) }
+    }
+
+    /// A sign-in that must succeed; returns the response body.
+    @discardableResult
+    public func signIn(_ provider: ProviderName = .google, token: String, extra: [String: JSONValue] = [:]) -> JSONValue {
+        var event: [String: JSONValue] = ["provider": .string(provider.rawValue), "idToken": .string(token)]
+        for (name, value) in extra { event[name] = value }
+        let output = run("signin", .object(event))
+        guard let body = output.json, body["error"] == nil else {
+            fatalError("sign-in failed: \(output.stdoutText) \(output.stderrText.suffix(500))")
+        }
+        return body
+    }
+
+    public var logs: [String] { lock.withLock { collectedLogs } }
+
+    /// Every file under the store, with its bytes, to prove a request changed nothing.
+    public func storeSnapshot() -> [String: [UInt8]] {
+        var snapshot: [String: [UInt8]] = [:]
+        func walk(_ path: String, _ relative: String) {
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return }
+            if status.st_mode & S_IFMT == S_IFDIR {
+                snapshot[relative + "/"] = []
+                for name in (try? FileSystem.listDirectory(path)) ?? [] { walk(path + "/" + name, relative + "/" + name) }
+            } else {
+                snapshot[relative] = (try? FileSystem.readFile(path)) ?? []
+            }
+        }
+        walk(storeDirectory, "")
+        return snapshot
+    }
+}
+
+extension ProcessRunner.Output {
+    /// The response body, whatever the event kind (HTTP responses carry it as JSON text).
+    public var responseBody: JSONValue? {
+        guard let document = json else { return nil }
+        if document["statusCode"] != nil, let text = document["body"]?.stringValue { return try? JSONValue.parse(text) }
+        return document
+    }
+
+    public var errorCode: String? { responseBody?["error"]?["code"]?.stringValue }
+}
+
+/// Runs `count` jobs at the same moment on their own threads and returns their results in order.
+public func runSimultaneously<T: Sendable>(_ count: Int, _ job: @escaping @Sendable (Int) -> T) -> [T] {
+    let lock = Mutex()
+    nonisolated(unsafe) var results = [T?](repeating: nil, count: count)
+    nonisolated(unsafe) var finished = 0
+    for index in 0..<count {
+        Thread.detach {
+            let result = job(index)
+            lock.withLock {
+                results[index] = result
+                finished += 1
+            }
+        }
+    }
+    while lock.withLock({ finished }) < count { usleep(2000) }
+    return results.map { $0! }
+}

@@ -1,0 +1,81 @@
+import LambdaAuth
+import LambdaAuthTestSupport
+import Testing
+
+/// Races between real handler processes on one local store.
+@Suite(.serialized) struct FlowConcurrencyTests {
+    @Test func sixteenSimultaneousRefreshesOfOneTokenAllSucceed() throws {
+        let world = FlowWorld()
+        let signedIn = world.signIn(token: world.googleToken(subject: "race-refresh"))
+        let refreshToken = try #require(signedIn["tokens"]?["refreshToken"]?.stringValue)
+        let userID = try #require(signedIn["user"]?["id"]?.stringValue)
+        let sessionID = try #require(signedIn["session"]?["id"]?.stringValue)
+
+        let processes = (0..<16).map { _ in world.start("refresh") }
+        let event = JSONValue.object(["refreshToken": .string(refreshToken)]).serializedBytes()
+        let outputs = runSimultaneously(16) { processes[$0].finish(stdin: event) }
+        outputs.forEach(world.record)
+
+        for output in outputs {
+            #expect(output.exitCode == 0)
+            #expect(output.errorCode == nil, "refresh answered \(output.stdoutText)")
+            #expect(output.responseBody?["session"]?["id"]?.stringValue == sessionID)
+        }
+        let newTokens = Set(outputs.compactMap { $0.responseBody?["tokens"]?["refreshToken"]?.stringValue })
+        #expect(newTokens.count == 16, "every refresh gets its own new token")
+
+        let family = try world.table().query(QueryRequest(
+            keyCondition: "PK = :pk AND begins_with(SK, :refresh)",
+            attributes: ExpressionAttributes(values: [":pk": .s("USER#\(userID)"), ":refresh": .s("REFRESH#")]))).items
+        let statuses = family.compactMap { $0["status"]?.stringValue }
+        #expect(family.count == 17)
+        #expect(statuses.filter { $0 == "USED" }.count == 1)
+        #expect(statuses.filter { $0 == "ACTIVE" }.count == 16)
+        #expect(family.allSatisfy { $0["familyId"]?.stringValue == sessionID })
+    }
+
+    @Test func sixteenSimultaneousFirstSignInsCreateOneUser() throws {
+        let world = FlowWorld()
+        let token = world.googleToken(subject: "race-signin", email: "race@example.com")
+        let processes = (0..<16).map { _ in world.start("signin") }
+        let event = JSONValue.object(["provider": "google", "idToken": .string(token)]).serializedBytes()
+        let outputs = runSimultaneously(16) { processes[$0].finish(stdin: event) }
+        outputs.forEach(world.record)
+
+        let userIDs = outputs.compactMap { $0.responseBody?["user"]?["id"]?.stringValue }
+        #expect(userIDs.count == 16, "every sign-in succeeds: \(outputs.map(\.stdoutText).filter { $0.contains("error") }.prefix(2))")
+        #expect(Set(userIDs).count == 1)
+        #expect(outputs.filter { $0.responseBody?["isNewUser"] == true }.count == 1)
+
+        var profiles = 0
+        var page = try world.table().scan(limit: nil, exclusiveStartKey: nil)
+        while true {
+            profiles += page.items.filter { $0["SK"] == .s("PROFILE") }.count
+            guard let next = page.lastEvaluatedKey else { break }
+            page = try world.table().scan(limit: nil, exclusiveStartKey: next)
+        }
+        #expect(profiles == 1)
+    }
+
+    @Test func eightUsersRacingForOneIdentityOneWins() throws {
+        let world = FlowWorld()
+        let accessTokens = (0..<8).map { index in
+            world.signIn(token: world.googleToken(subject: "racer-\(index)", email: "racer\(index)@example.com"))["tokens"]!["accessToken"]!
+        }
+        let contested = world.appleToken(subject: "000999.contested.1")
+        let processes = (0..<8).map { _ in world.start("link-provider") }
+        let outputs = runSimultaneously(8) { index in
+            processes[index].finish(stdin: JSONValue.object([
+                "provider": "apple", "idToken": .string(contested), "accessToken": accessTokens[index],
+            ]).serializedBytes())
+        }
+        outputs.forEach(world.record)
+
+        let winners = outputs.filter { $0.errorCode == nil && $0.responseBody?["user"] != nil }
+        let losers = outputs.filter { $0.errorCode == "IDENTITY_LINKED_TO_OTHER_USER" }
+        #expect(winners.count == 1, "\(outputs.map(\.stdoutText))")
+        #expect(losers.count == 7)
+        let link = try world.table().getItem(TableKey(pk: "IDENTITY#apple#000999.contested.1", sk: "LINK"))
+        #expect(link?["userId"] == winners.first?.responseBody?["user"]?["id"].map { .s($0.stringValue ?? "") })
+    }
+}
