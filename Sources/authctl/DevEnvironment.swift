@@ -20,13 +20,13 @@ struct DevEnvironment {
     init(directory: String, binDirectory: String = FileSystem.parentDirectory(of: ProcessRunner.currentExecutable)) throws {
         self.directory = directory
         self.binDirectory = binDirectory
-        identityProvider = try DevIdentityProvider.loadOrCreate(directory: directory)
+        identityProvider = try DevIdentityProvider.initialize(directory: directory).provider
     }
 
     /// The handlers' environment: the caller's, completed with the embedded defaults.
     func handlerEnvironment(_ base: [String: String]) -> [String: String] {
         var environment = base
-        let jwksURL = "file://" + absolute(identityProvider.jwksPath)
+        let jwksURL = "file://" + absolute(DevIdentityProvider.jwksPath(in: directory))
         let defaults = [
             "AUTH_GOOGLE_AUDIENCES": DevEnvironment.googleAudiences.joined(separator: ","),
             "AUTH_APPLE_AUDIENCES": DevEnvironment.appleAudiences.joined(separator: ","),
