@@ -53,6 +53,8 @@ let package = Package(
             ],
             path: "Tests/LambdaAuthTestSupport"
         ),
+        // Test-only: the processes of the store's multi-process and crash tests.
+        .executableTarget(name: "table-worker", dependencies: ["LambdaAuth"], path: "Tests/TableWorker"),
         .testTarget(
             name: "LambdaAuthTests",
             dependencies: ["LambdaAuth", "LambdaAuthTestSupport"]

@@ -1,0 +1,465 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@_silgen_name("syncfs") private func syncFileSystem(_ descriptor: Int32) -> Int32
+
+/// The local store: a directory (`AUTH_STORE`) that many processes share safely.
+///
+/// Design, and why:
+/// - `LOCK`: flock(2), shared for reads and exclusive for writes, polled up to 2 s (then
+///   `unavailable`). Locks die with their process, so a kill -9 never wedges the store.
+/// - `wal`: the write-ahead log. A commit is ONE appended record (length, SHA-256 prefix, DynamoDB
+///   JSON after-images of every item it changes) and one fdatasync; only then is it acknowledged.
+///   One record per commit makes a transaction atomic across its items: after a crash a record is
+///   either complete (checksum matches) or a torn tail that was never acknowledged and is ignored
+///   (and truncated by the next writer). A damaged record with data after it is corruption.
+/// - `items/<shard>/<PK>/<SK>.json`: the checkpointed items, one DynamoDB JSON file each (shard =
+///   first byte of SHA-256(PK), names escaped readably). Readers lay the log's changes over them.
+/// - `gsi1/<shard>/<GSI1PK>/<hash of PK,SK>.json`: pointers for GSI1 queries; a query re-checks each
+///   item's current GSI1PK, so a stale pointer (left by an interrupted checkpoint) is harmless.
+/// - Checkpoint: when the log passes 48 KB, the writer writes the changed item and pointer files,
+///   syncfs(2)s them, and only then empties the log (new generation in its header). A crash midway
+///   leaves the log intact, so readers still see the log's versions and the next checkpoint redoes
+///   the files. Every cost is per changed item: nothing rewrites or scans the table.
+/// - Reads never create or change a file (not even LOCK); a process keeps the part of the log it
+///   has parsed and reads only the new tail next time, so opening the store costs nothing.
+public final class LocalTable: Table, @unchecked Sendable {
+    static let checkpointThreshold = 48 * 1024
+    static let keyNames: Set<String> = ["PK", "SK"]
+    static let maximumItemSize = 400 * 1024
+
+    public let directory: String
+    private let clock: any Clock
+    private let layout: StoreLayout
+    /// flock is per open file, so threads of one process serialise here first.
+    private let mutex = Mutex()
+    private var cachedLog: WriteAheadLog.State?
+
+    private let checkpointThreshold: Int
+
+    public convenience init(directory: String, clock: any Clock) {
+        self.init(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold)
+    }
+
+    /// Tests use a small threshold so that checkpoints happen in the middle of everything.
+    init(directory: String, clock: any Clock, checkpointThreshold: Int) {
+        self.directory = directory
+        self.clock = clock
+        self.checkpointThreshold = checkpointThreshold
+        layout = StoreLayout(root: directory)
+    }
+
+    // MARK: - Table
+
+    public func getItem(_ key: TableKey) throws(TableError) -> Item? {
+        try LocalTable.validate(key)
+        return try read { reader throws(TableError) in try reader.item(key) }
+    }
+
+    public func putItem(_ item: Item, condition: String?, attributes: ExpressionAttributes) throws(TableError) {
+        let key = try LocalTable.validate(item)
+        let parsed = try condition.map { (text) throws(TableError) in try ExpressionParser.condition(text, attributes) }
+        try write { batch throws(TableError) in
+            if let parsed, !ExpressionEvaluator.evaluate(parsed, on: try batch.reader.item(key)) {
+                throw .conditionFailed
+            }
+            batch.stage(key, item)
+        }
+    }
+
+    @discardableResult
+    public func updateItem(_ key: TableKey, update: String, condition: String?, attributes: ExpressionAttributes,
+                           returnValues: ReturnValues) throws(TableError) -> Item? {
+        try LocalTable.validate(key)
+        let parsedUpdate = try ExpressionParser.update(update, attributes)
+        let parsedCondition = try condition.map { (text) throws(TableError) in try ExpressionParser.condition(text, attributes) }
+        return try write { batch throws(TableError) in
+            let current = try batch.reader.item(key)
+            if let parsedCondition, !ExpressionEvaluator.evaluate(parsedCondition, on: current) { throw .conditionFailed }
+            let updated = try ExpressionEvaluator.apply(parsedUpdate, to: current ?? key.item, keyNames: LocalTable.keyNames)
+            try LocalTable.validate(updated)
+            batch.stage(key, updated)
+            switch returnValues {
+            case .none: return nil
+            case .allOld: return current
+            case .allNew: return updated
+            }
+        }
+    }
+
+    public func deleteItem(_ key: TableKey, condition: String?, attributes: ExpressionAttributes) throws(TableError) {
+        try LocalTable.validate(key)
+        let parsed = try condition.map { (text) throws(TableError) in try ExpressionParser.condition(text, attributes) }
+        try write { batch throws(TableError) in
+            if let parsed, !ExpressionEvaluator.evaluate(parsed, on: try batch.reader.item(key)) { throw .conditionFailed }
+            if try batch.reader.storedItem(key) != nil { batch.stage(key, nil) }
+        }
+    }
+
+    public func query(_ request: QueryRequest) throws(TableError) -> QueryPage {
+        let onIndex: Bool
+        switch request.indexName {
+        case nil: onIndex = false
+        case "GSI1"?: onIndex = true
+        case let other?: throw .invalidRequest("unknown index \(other) (the table has GSI1)")
+        }
+        if let limit = request.limit, limit <= 0 { throw .invalidRequest("limit must be at least 1") }
+        let condition = try ExpressionParser.keyCondition(request.keyCondition, request.attributes,
+                                                          partitionName: onIndex ? "GSI1PK" : "PK",
+                                                          sortName: onIndex ? "GSI1SK" : "SK")
+        func order(_ item: Item) -> [String] {
+            let key = TableKey(item: item)
+            return [(onIndex ? item["GSI1SK"]?.stringValue : key?.sk) ?? "", key?.pk ?? "", key?.sk ?? ""]
+        }
+        var start: [String]?
+        if let exclusiveStartKey = request.exclusiveStartKey {
+            guard TableKey(item: exclusiveStartKey) != nil, !onIndex || exclusiveStartKey["GSI1SK"]?.stringValue != nil else {
+                throw .invalidRequest("the exclusive start key must hold the key attributes of the table and index")
+            }
+            start = order(exclusiveStartKey)
+        }
+        return try read { reader throws(TableError) in
+            let candidates = onIndex ? try reader.indexPartition(condition.partitionKey) : try reader.partition(condition.partitionKey)
+            var rows = candidates.map { (order($0), $0) }.filter { row in
+                condition.sortKey?.matches(row.0[0]) ?? true
+            }
+            rows.sort { LocalTable.precedes($0.0, $1.0) }
+            if !request.scanIndexForward { rows.reverse() }
+            if let start {
+                rows.removeAll { row in
+                    request.scanIndexForward ? !LocalTable.precedes(start, row.0) : !LocalTable.precedes(row.0, start)
+                }
+            }
+            return LocalTable.page(rows.map(\.1), limit: request.limit) { item in
+                var key = TableKey(item: item)!.item
+                if onIndex {
+                    key["GSI1PK"] = item["GSI1PK"]
+                    key["GSI1SK"] = item["GSI1SK"]
+                }
+                return key
+            }
+        }
+    }
+
+    public func transactWrite(_ actions: [TransactWriteAction]) throws(TableError) {
+        guard (1...100).contains(actions.count) else { throw .invalidRequest("a transaction holds 1 to 100 actions") }
+        enum Planned {
+            case put(Item, ConditionExpression?)
+            case update(UpdateExpression, ConditionExpression?)
+            case delete(ConditionExpression?)
+            case check(ConditionExpression)
+        }
+        var plan: [(TableKey, Planned)] = []
+        for action in actions {
+            func condition(_ text: String?, _ attributes: ExpressionAttributes) throws(TableError) -> ConditionExpression? {
+                try text.map { (text) throws(TableError) in try ExpressionParser.condition(text, attributes) }
+            }
+            switch action {
+            case .put(let item, let text, let attributes):
+                plan.append((try LocalTable.validate(item), .put(item, try condition(text, attributes))))
+            case .update(let key, let update, let text, let attributes):
+                try LocalTable.validate(key)
+                plan.append((key, .update(try ExpressionParser.update(update, attributes), try condition(text, attributes))))
+            case .delete(let key, let text, let attributes):
+                try LocalTable.validate(key)
+                plan.append((key, .delete(try condition(text, attributes))))
+            case .conditionCheck(let key, let text, let attributes):
+                try LocalTable.validate(key)
+                plan.append((key, .check(try ExpressionParser.condition(text, attributes))))
+            }
+        }
+        guard Set(plan.map(\.0)).count == plan.count else {
+            throw .invalidRequest("transaction request cannot include multiple operations on one item")
+        }
+        try write { batch throws(TableError) in
+            var reasons: [CancellationReason] = []
+            var changes: [(TableKey, Item?)] = []
+            for (key, planned) in plan {
+                let current = try batch.reader.item(key)
+                func holds(_ condition: ConditionExpression?) -> Bool {
+                    condition.map { ExpressionEvaluator.evaluate($0, on: current) } ?? true
+                }
+                switch planned {
+                case .put(let item, let condition):
+                    reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
+                    changes.append((key, item))
+                case .update(let update, let condition):
+                    guard holds(condition) else {
+                        reasons.append(.conditionalCheckFailed)
+                        continue
+                    }
+                    do throws(TableError) {
+                        let updated = try ExpressionEvaluator.apply(update, to: current ?? key.item, keyNames: LocalTable.keyNames)
+                        try LocalTable.validate(updated)
+                        changes.append((key, updated))
+                        reasons.append(.none)
+                    } catch {
+                        reasons.append(CancellationReason(code: "ValidationError", message: error.description))
+                    }
+                case .delete(let condition):
+                    reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
+                    if try batch.reader.storedItem(key) != nil { changes.append((key, nil)) }
+                case .check(let condition):
+                    reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
+                }
+            }
+            guard reasons.allSatisfy({ $0 == .none }) else { throw .transactionCanceled(reasons: reasons) }
+            for (key, item) in changes { batch.stage(key, item) }
+        }
+    }
+
+    public func scan(limit: Int?, exclusiveStartKey: Item?) throws(TableError) -> QueryPage {
+        if let limit, limit <= 0 { throw .invalidRequest("limit must be at least 1") }
+        var startShard = 0
+        var start: [String]?
+        if let exclusiveStartKey {
+            guard let key = TableKey(item: exclusiveStartKey) else {
+                throw .invalidRequest("the exclusive start key must hold PK and SK")
+            }
+            startShard = Int(StoreLayout.shard(key.pk), radix: 16)!
+            start = [key.pk, key.sk]
+        }
+        let wanted = limit ?? Int.max
+        return try read { reader throws(TableError) in
+            var items: [Item] = []
+            var shard = startShard
+            while shard < 256, items.count < wanted {
+                var rows = try reader.shardItems(LocalTable.shardName(shard)).map { item in
+                    ([item["PK"]?.stringValue ?? "", item["SK"]?.stringValue ?? ""], item)
+                }
+                rows.sort { LocalTable.precedes($0.0, $1.0) }
+                if shard == startShard, let start { rows.removeAll { !LocalTable.precedes(start, $0.0) } }
+                items += rows.map(\.1)
+                shard += 1
+            }
+            // Stopped by the limit with shards or items left: DynamoDB's way of saying "more may follow".
+            guard items.count >= wanted, items.count > wanted || shard < 256 else {
+                return QueryPage(items: items, lastEvaluatedKey: nil)
+            }
+            let kept = Array(items.prefix(wanted))
+            return QueryPage(items: kept, lastEvaluatedKey: kept.last.flatMap { TableKey(item: $0)?.item })
+        }
+    }
+
+    // MARK: - Local extras (authctl export/import, the benchmark)
+
+    /// Every visible item, a shard at a time (each shard read under its own shared lock, so
+    /// writers are never held up for long; like a DynamoDB scan, not a point-in-time snapshot).
+    public func forEachItem(_ body: (Item) throws -> Void) throws {
+        for shard in 0..<256 {
+            let items = try read { reader throws(TableError) in try reader.shardItems(LocalTable.shardName(shard)) }
+            for item in items { try body(item) }
+        }
+    }
+
+    /// Puts many items in one commit (atomic and durable as a whole), then checkpoints at once so
+    /// that the log stays small. The fast path of `authctl store import`.
+    public func importBatch(_ items: [Item]) throws(TableError) {
+        guard !items.isEmpty else { return }
+        var keyed: [(TableKey, Item)] = []
+        for item in items { keyed.append((try LocalTable.validate(item), item)) }
+        try write(forceCheckpoint: true) { batch throws(TableError) in
+            for (key, item) in keyed { batch.stage(key, item) }
+        }
+    }
+
+    // MARK: - Sessions
+
+    struct WriteBatch {
+        let reader: StoreReader
+        fileprivate(set) var changes: [(TableKey, Item?)] = []
+
+        mutating func stage(_ key: TableKey, _ item: Item?) { changes.append((key, item)) }
+    }
+
+    private func read<T>(_ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
+        mutex.lock()
+        defer { mutex.unlock() }
+        let now = clock.now()
+        guard let lock = try StoreLock.acquire(layout, exclusive: false) else {
+            return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
+        }
+        defer { lock.release() }
+        let descriptor = open(layout.walPath, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            guard errno == ENOENT else {
+                throw .unavailable(FileSystem.Failure(path: layout.walPath, operation: "open", errno: errno).description)
+            }
+            return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
+        }
+        defer { close(descriptor) }
+        let log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
+        cachedLog = log
+        return try body(StoreReader(layout: layout, overlay: log.overlay, now: now))
+    }
+
+    private func write<T>(forceCheckpoint: Bool = false,
+                          _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
+        mutex.lock()
+        defer { mutex.unlock() }
+        let now = clock.now()
+        let lock = try StoreLock.acquire(layout, exclusive: true)!
+        defer { lock.release() }
+        // Nothing is created or truncated until there is something to commit: a failed condition
+        // leaves every file as it was.
+        var descriptor = open(layout.walPath, O_RDWR | O_CLOEXEC)
+        defer { if descriptor >= 0 { close(descriptor) } }
+        var log = WriteAheadLog.State(inode: 0, generation: 0, validEnd: 0, fileSize: 0, overlay: Overlay())
+        if descriptor >= 0 {
+            log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
+            cachedLog = log
+        } else if errno != ENOENT {
+            throw ioFailure(layout.walPath, "open")
+        }
+        var batch = WriteBatch(reader: StoreReader(layout: layout, overlay: log.overlay, now: now))
+        let result = try body(&batch)
+        guard !batch.changes.isEmpty else { return result }
+        var newFile = false
+        if descriptor < 0 {
+            descriptor = open(layout.walPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw ioFailure(layout.walPath, "create") }
+            newFile = true
+        }
+        if log.validEnd < WriteAheadLog.headerSize {
+            try resetLog(descriptor, &log, newFile: newFile)
+        } else if log.validEnd < log.fileSize {
+            // A torn record from a crash mid-append: it was never acknowledged.
+            guard ftruncate(descriptor, off_t(log.validEnd)) == 0 else { throw ioFailure(layout.walPath, "truncate") }
+        }
+        let record = WriteAheadLog.encodeRecord(batch.changes)
+        let written = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(log.validEnd)) }
+        guard written == record.count, fdatasync(descriptor) == 0 else {
+            let failure = ioFailure(layout.walPath, "append to")
+            _ = ftruncate(descriptor, off_t(log.validEnd))
+            cachedLog = nil
+            throw failure
+        }
+        // Acknowledged from here on: the record is on disk.
+        for (key, item) in batch.changes { log.overlay.apply(key, item) }
+        log.validEnd += record.count
+        log.fileSize = log.validEnd
+        cachedLog = log
+        if forceCheckpoint || log.validEnd > checkpointThreshold {
+            try checkpoint(descriptor, &log)
+            cachedLog = log
+        }
+        return result
+    }
+
+    private func ioFailure(_ path: String, _ operation: String) -> TableError {
+        .unavailable(FileSystem.Failure(path: path, operation: operation, errno: errno).description)
+    }
+
+    /// A fresh, empty log under a new generation, durably.
+    private func resetLog(_ descriptor: Int32, _ log: inout WriteAheadLog.State, newFile: Bool) throws(TableError) {
+        let generation = log.generation &+ 1
+        let header = WriteAheadLog.header(generation: generation)
+        let written = header.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        guard written == header.count, ftruncate(descriptor, off_t(header.count)) == 0, fdatasync(descriptor) == 0 else {
+            throw ioFailure(layout.walPath, "reset")
+        }
+        if newFile {
+            do throws(FileSystem.Failure) {
+                try FileSystem.syncDirectory(directory)
+                try FileSystem.syncDirectory(FileSystem.parentDirectory(of: directory))
+            } catch {
+                throw .unavailable(error.description)
+            }
+        }
+        var status = stat()
+        let inode = fstat(descriptor, &status) == 0 ? UInt64(status.st_ino) : 0
+        log = WriteAheadLog.State(inode: inode, generation: generation, validEnd: header.count,
+                                  fileSize: header.count, overlay: Overlay())
+    }
+
+    /// Moves the log's changes into the item files. Until the final sync the log keeps them, so a
+    /// crash here loses nothing; the files written so far are simply written again next time.
+    private func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State) throws(TableError) {
+        var knownDirectories: Set<String> = []
+        func ensureDirectory(_ path: String) throws(TableError) {
+            guard !knownDirectories.contains(path) else { return }
+            if mkdir(path, 0o700) != 0, errno != EEXIST {
+                do throws(FileSystem.Failure) { try FileSystem.createDirectory(path) } catch { throw .unavailable(error.description) }
+            }
+            knownDirectories.insert(path)
+        }
+        func writeFile(_ path: String, _ bytes: [UInt8]) throws(TableError) {
+            let file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard file >= 0 else { throw ioFailure(path, "open") }
+            defer { close(file) }
+            do throws(FileSystem.Failure) { try FileSystem.writeAll(file, bytes, path: path) } catch { throw .unavailable(error.description) }
+        }
+        for (key, item) in log.overlay.changes {
+            let path = layout.itemPath(key)
+            // An interrupted checkpoint may have left this file torn; the log still holds its truth.
+            let previous = (try? StoreReader.readItemFile(path, layout: layout)) ?? nil
+            let oldEntry = IndexEntry(previous), newEntry = IndexEntry(item)
+            if let item {
+                try ensureDirectory(layout.partitionDirectory(key.pk))
+                try writeFile(path, DynamoJSON.encode(item).serializedBytes())
+            } else {
+                unlink(path)
+                if rmdir(layout.partitionDirectory(key.pk)) == 0 { knownDirectories.remove(layout.partitionDirectory(key.pk)) }
+            }
+            if let oldEntry, oldEntry.partitionKey != newEntry?.partitionKey {
+                unlink(layout.pointerPath(indexPartitionKey: oldEntry.partitionKey, key: key))
+                if rmdir(layout.indexDirectory(oldEntry.partitionKey)) == 0 {
+                    knownDirectories.remove(layout.indexDirectory(oldEntry.partitionKey))
+                }
+            }
+            if let newEntry {
+                try ensureDirectory(layout.indexDirectory(newEntry.partitionKey))
+                try writeFile(layout.pointerPath(indexPartitionKey: newEntry.partitionKey, key: key),
+                              DynamoJSON.encode(key.item).serializedBytes())
+            }
+        }
+        let root = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { throw ioFailure(directory, "open") }
+        defer { close(root) }
+        guard syncFileSystem(root) == 0 else { throw ioFailure(directory, "syncfs") }
+        try resetLog(descriptor, &log, newFile: false)
+    }
+
+    // MARK: - Helpers
+
+    static func shardName(_ shard: Int) -> String { StoreLayout.hex([UInt8(shard)]) }
+
+    /// Byte-wise (UTF-8) order of key tuples, as DynamoDB orders string keys.
+    static func precedes(_ a: [String], _ b: [String]) -> Bool {
+        for (left, right) in zip(a, b) where left != right {
+            return left.utf8.lexicographicallyPrecedes(right.utf8)
+        }
+        return a.count < b.count
+    }
+
+    static func page(_ items: [Item], limit: Int?, key: (Item) -> Item) -> QueryPage {
+        guard let limit, items.count > limit else { return QueryPage(items: items, lastEvaluatedKey: nil) }
+        let kept = Array(items.prefix(limit))
+        return QueryPage(items: kept, lastEvaluatedKey: kept.last.map(key))
+    }
+
+    static func validate(_ key: TableKey) throws(TableError) {
+        guard !key.pk.isEmpty, !key.sk.isEmpty else { throw .invalidRequest("PK and SK must be non-empty strings") }
+        guard key.pk.utf8.count <= 2048, key.sk.utf8.count <= 1024 else {
+            throw .invalidRequest("PK is limited to 2048 bytes and SK to 1024 bytes")
+        }
+    }
+
+    @discardableResult
+    static func validate(_ item: Item) throws(TableError) -> TableKey {
+        guard let key = TableKey(item: item) else { throw .invalidRequest("an item needs string PK and SK attributes") }
+        try validate(key)
+        for name in ["GSI1PK", "GSI1SK"] {
+            if let value = item[name] {
+                guard case .s(let text) = value, !text.isEmpty else {
+                    throw .invalidRequest("\(name) is an index key: it must be a non-empty string")
+                }
+            }
+        }
+        guard DynamoJSON.encode(item).serializedBytes().count <= maximumItemSize else {
+            throw .invalidRequest("the item is larger than 400 KB")
+        }
+        return key
+    }
+}

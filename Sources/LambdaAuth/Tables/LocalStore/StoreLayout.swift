@@ -1,0 +1,95 @@
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where each piece of the local store lives on disk (see LocalTable for the design).
+struct StoreLayout {
+    let root: String
+
+    var lockPath: String { root + "/LOCK" }
+    var walPath: String { root + "/wal" }
+    var itemsRoot: String { root + "/items" }
+    var indexRoot: String { root + "/gsi1" }
+
+    static func sha256Hex(_ text: String) -> String {
+        hex(Array(SHA256.hash(data: Array(text.utf8))))
+    }
+
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var output: [UInt8] = []
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// 256 shard directories keep every directory small, so lookups stay cheap at any table size.
+    static func shard(_ partitionKey: String) -> String {
+        hex(SHA256.hash(data: Array(partitionKey.utf8)).prefix(1))
+    }
+
+    /// A key as a readable, reversible file name: letters, digits and `#-_@=+,` stay, every other
+    /// byte becomes %XX (a leading dot too, so no name is hidden or special). Names too long for
+    /// the file system fall back to `~<sha256>`; the item inside still carries its real key.
+    static func escape(_ component: String) -> String {
+        var output: [UInt8] = []
+        let digits = Array("0123456789ABCDEF".utf8)
+        for (offset, byte) in component.utf8.enumerated() {
+            let plain = (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+                || Array("#-_@=+,".utf8).contains(byte) || (byte == UInt8(ascii: ".") && offset > 0)
+            if plain {
+                output.append(byte)
+            } else {
+                output += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            }
+        }
+        if output.isEmpty || output.count > 180 { return "~" + sha256Hex(component) }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    func partitionDirectory(_ partitionKey: String) -> String {
+        "\(itemsRoot)/\(StoreLayout.shard(partitionKey))/\(StoreLayout.escape(partitionKey))"
+    }
+
+    static func itemFileName(_ key: TableKey) -> String { escape(key.sk) + ".json" }
+
+    func itemPath(_ key: TableKey) -> String {
+        partitionDirectory(key.pk) + "/" + StoreLayout.itemFileName(key)
+    }
+
+    func indexDirectory(_ indexPartitionKey: String) -> String {
+        "\(indexRoot)/\(StoreLayout.shard(indexPartitionKey))/\(StoreLayout.escape(indexPartitionKey))"
+    }
+
+    static func pointerFileName(_ key: TableKey) -> String {
+        String(sha256Hex(key.pk + "\u{0}" + key.sk).prefix(32)) + ".json"
+    }
+
+    func pointerPath(indexPartitionKey: String, key: TableKey) -> String {
+        indexDirectory(indexPartitionKey) + "/" + StoreLayout.pointerFileName(key)
+    }
+}
+
+/// The GSI1 entry of an item: DynamoDB indexes an item only when it has both index key attributes
+/// as strings.
+struct IndexEntry: Equatable {
+    var partitionKey: String
+    var sortKey: String
+
+    init?(_ item: Item?) {
+        guard let item, case .s(let partition)? = item["GSI1PK"], case .s(let sort)? = item["GSI1SK"] else { return nil }
+        partitionKey = partition
+        sortKey = sort
+    }
+}
+
+extension Item {
+    /// Past its `ttl` (epoch seconds): invisible to reads and conditions.
+    func isExpired(now: Double) -> Bool {
+        guard case .n(let text)? = self["ttl"], let ttl = Double(text) else { return false }
+        return ttl < now
+    }
+}

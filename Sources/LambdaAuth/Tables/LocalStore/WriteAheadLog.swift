@@ -1,0 +1,139 @@
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The items a sequence of commits changed: after-images, nil for a deletion.
+struct Overlay {
+    private(set) var changes: [TableKey: Item?] = [:]
+
+    enum Lookup {
+        case unchanged
+        case changed(Item?)
+    }
+
+    func lookup(_ key: TableKey) -> Lookup {
+        guard let index = changes.index(forKey: key) else { return .unchanged }
+        return .changed(changes[index].value)
+    }
+
+    mutating func apply(_ key: TableKey, _ item: Item?) {
+        changes[key] = .some(item)
+    }
+
+    var isEmpty: Bool { changes.isEmpty }
+}
+
+/// `<store>/wal`: a 16-byte header (magic, generation) then records of
+/// `[UInt32 LE length][first 8 bytes of SHA-256(payload)][payload]`, payload being the DynamoDB JSON
+/// `{"changes": [{"key": {...}, "item": {...}}, ...]}` of one commit (no `item`: deleted).
+/// The generation changes at every checkpoint, so a process can keep what it parsed of the log
+/// and read only the new tail on its next operation.
+enum WriteAheadLog {
+    static let magic = Array("LAWAL001".utf8)
+    static let headerSize = 16
+    static let recordHeaderSize = 12
+
+    struct State {
+        var inode: UInt64
+        var generation: UInt64
+        /// End of the last complete record.
+        var validEnd: Int
+        var fileSize: Int
+        var overlay: Overlay
+    }
+
+    static func checksum(_ payload: some Collection<UInt8>) -> [UInt8] {
+        Array(SHA256.hash(data: Array(payload)).prefix(8))
+    }
+
+    static func header(generation: UInt64) -> [UInt8] {
+        magic + withUnsafeBytes(of: generation.littleEndian) { Array($0) }
+    }
+
+    static func encodeRecord(_ changes: [(TableKey, Item?)]) -> [UInt8] {
+        let entries: [JSONValue] = changes.map { key, item in
+            var entry: [String: JSONValue] = ["key": DynamoJSON.encode(key.item)]
+            if let item { entry["item"] = DynamoJSON.encode(item) }
+            return .object(entry)
+        }
+        let payload = JSONValue.object(["changes": .array(entries)]).serializedBytes()
+        let length = UInt32(payload.count).littleEndian
+        return withUnsafeBytes(of: length) { Array($0) } + checksum(payload) + payload
+    }
+
+    /// Reads the log from `descriptor`, continuing from `cached` when it is the same file and
+    /// generation. A torn final record (a crash mid-append, never acknowledged) ends the log; a
+    /// damaged record with data after it is corruption.
+    static func read(_ descriptor: Int32, path: String, cached: State?) throws(TableError) -> State {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw .unavailable(FileSystem.Failure(path: path, operation: "fstat", errno: errno).description)
+        }
+        let inode = UInt64(status.st_ino)
+        let size = Int(status.st_size)
+        guard size >= headerSize else {
+            // Created but its header never reached the disk: an empty log.
+            return State(inode: inode, generation: 0, validEnd: 0, fileSize: size, overlay: Overlay())
+        }
+        let headerBytes = try readRange(descriptor, path: path, from: 0, count: headerSize)
+        guard Array(headerBytes[0..<8]) == magic else { throw .corrupted("\(path): not a write-ahead log (bad magic)") }
+        let generation = headerBytes[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        var state: State
+        if let cached, cached.inode == inode, cached.generation == generation, cached.validEnd <= size,
+           cached.validEnd >= headerSize {
+            state = cached
+        } else {
+            state = State(inode: inode, generation: generation, validEnd: headerSize, fileSize: size, overlay: Overlay())
+        }
+        state.fileSize = size
+        guard state.validEnd < size else { return state }
+        let bytes = try readRange(descriptor, path: path, from: state.validEnd, count: size - state.validEnd)
+        var position = 0
+        while position < bytes.count {
+            let remaining = bytes.count - position
+            if remaining < recordHeaderSize { break }
+            let length = Int(bytes[position..<position + 4].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            let end = position + recordHeaderSize + length
+            if end > bytes.count { break }
+            let payload = bytes[(position + recordHeaderSize)..<end]
+            if Array(bytes[(position + 4)..<(position + 12)]) != checksum(payload) {
+                // A crash mid-append leaves the record's tail (and anything after) unwritten or zero.
+                if end == bytes.count || bytes[position...].allSatisfy({ $0 == 0 }) { break }
+                throw .corrupted("\(path): checksum mismatch in the record at byte \(state.validEnd + position)")
+            }
+            do {
+                try applyRecord(payload, to: &state.overlay)
+            } catch {
+                throw .corrupted("\(path): unreadable record at byte \(state.validEnd + position): \(error)")
+            }
+            position = end
+        }
+        state.validEnd += position
+        return state
+    }
+
+    private static func applyRecord(_ payload: ArraySlice<UInt8>, to overlay: inout Overlay) throws -> Void {
+        let json = try JSONValue.parse(payload)
+        guard let changes = json["changes"]?.arrayValue else { throw DynamoJSONError(reason: "no changes") }
+        for change in changes {
+            guard let keyJSON = change["key"], let key = TableKey(item: try DynamoJSON.decodeItem(keyJSON)) else {
+                throw DynamoJSONError(reason: "a change without a key")
+            }
+            overlay.apply(key, try change["item"].map { (json) throws(DynamoJSONError) in try DynamoJSON.decodeItem(json) })
+        }
+    }
+
+    static func readRange(_ descriptor: Int32, path: String, from offset: Int, count: Int) throws(TableError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(offset + filled)) }
+            if got < 0, errno == EINTR { continue }
+            if got < 0 { throw .unavailable(FileSystem.Failure(path: path, operation: "read", errno: errno).description) }
+            if got == 0 { return Array(buffer[0..<filled]) }
+            filled += got
+        }
+        return buffer
+    }
+}

@@ -1,0 +1,284 @@
+import Crypto
+@testable import LambdaAuth
+import LambdaAuthTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct LocalTableTests {
+    static let now: Int64 = 1_800_000_000
+
+    private func withStore(_ body: (String, LocalTable) throws -> Void) throws {
+        let directory = TestSupport.temporaryDirectory("local-table") + "/store"
+        defer { TestSupport.removeTree(FileSystem.parentDirectory(of: directory)) }
+        try body(directory, LocalTable(directory: directory, clock: FixedClock(Double(Self.now))))
+    }
+
+    @Test func passesTheConformanceSuite() throws {
+        let root = TestSupport.temporaryDirectory("local-conformance")
+        defer { TestSupport.removeTree(root) }
+        var count = 0
+        let suite = TableConformance(makeTable: {
+            count += 1
+            return LocalTable(directory: "\(root)/store-\(count)", clock: FixedClock(Double(Self.now)))
+        }, hidesExpiredItemsImmediately: true, now: Self.now, runID: "run1")
+        try suite.runAll()
+    }
+
+    @Test func passesTheConformanceSuiteAcrossCheckpoints() throws {
+        // One store for every check, with enough traffic that several checkpoints happen midway.
+        let root = TestSupport.temporaryDirectory("local-conformance-shared")
+        defer { TestSupport.removeTree(root) }
+        let table = LocalTable(directory: root + "/store", clock: FixedClock(Double(Self.now)), checkpointThreshold: 4096)
+        for round in 0..<2 {
+            try TableConformance(makeTable: { table }, hidesExpiredItemsImmediately: true, now: Self.now,
+                                 runID: "round\(round)").runAll()
+        }
+        #expect(FileSystem.exists(root + "/store/items"), "checkpoints wrote item files")
+    }
+
+    @Test func itemsSurviveReopeningAndCheckpoints() throws {
+        try withStore { directory, table in
+            for index in 0..<400 {
+                var item = TableKey(pk: "USER#\(index % 50)", sk: "SESSION#\(index)").item
+                item["payload"] = .s(String(repeating: "x", count: 100))
+                if index % 3 == 0 {
+                    item["GSI1PK"] = .s("REFRESH#\(index)")
+                    item["GSI1SK"] = .s("REFRESH")
+                }
+                try table.putItem(item)
+            }
+            let walSize = try FileSystem.readFile(directory + "/wal").count
+            #expect(walSize < LocalTable.checkpointThreshold + 2048, "the log is checkpointed, not grown forever")
+            let reopened = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))
+            #expect(try reopened.getItem(TableKey(pk: "USER#7", sk: "SESSION#7")) != nil)
+            let page = try reopened.query(QueryRequest(keyCondition: "PK = :p", attributes: .init(values: [":p": .s("USER#7")])))
+            #expect(page.items.count == 8)
+            let index = try reopened.query(QueryRequest(indexName: "GSI1", keyCondition: "GSI1PK = :h",
+                                                        attributes: .init(values: [":h": .s("REFRESH#99")])))
+            #expect(index.items.first?["SK"] == .s("SESSION#99"))
+            var scanned = 0
+            var start: Item?
+            repeat {
+                let scanPage = try reopened.scan(limit: 64, exclusiveStartKey: start)
+                scanned += scanPage.items.count
+                start = scanPage.lastEvaluatedKey
+            } while start != nil
+            #expect(scanned == 400)
+            var exported = 0
+            try reopened.forEachItem { _ in exported += 1 }
+            #expect(exported == 400)
+        }
+    }
+
+    @Test func filesHoldDynamoJSON() throws {
+        try withStore { directory, table in
+            var item = TableKey(pk: "USER#a/b", sk: "PROFILE").item
+            item["email"] = .s("a@example.com")
+            try table.importBatch([item])
+            let path = StoreLayout(root: directory).itemPath(TableKey(pk: "USER#a/b", sk: "PROFILE"))
+            #expect(path.contains("/USER#a%2Fb/PROFILE.json"))
+            let stored = try JSONValue.parse(FileSystem.readFile(path))
+            #expect(stored["email"] == ["S": "a@example.com"])
+        }
+    }
+
+    @Test func readsAndFailedWritesChangeNoFile() throws {
+        try withStore { directory, table in
+            let missing = LocalTable(directory: directory + "/never", clock: SystemClock())
+            #expect(try missing.getItem(TableKey(pk: "USER#x", sk: "PROFILE")) == nil)
+            #expect(try missing.scan(limit: nil, exclusiveStartKey: nil).items.isEmpty)
+            #expect(!FileSystem.exists(directory + "/never"), "a read creates nothing")
+
+            for index in 0..<300 {
+                var item = TableKey(pk: "USER#\(index)", sk: "PROFILE").item
+                item["GSI1PK"] = .s("EMAIL#\(index % 7)")
+                item["GSI1SK"] = .s("U#\(index)")
+                try table.putItem(item)
+            }
+            let before = try Self.snapshot(directory)
+            #expect(before.count > 300)
+            let other = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))
+            for reader in [table, other] {
+                _ = try reader.getItem(TableKey(pk: "USER#1", sk: "PROFILE"))
+                _ = try reader.query(QueryRequest(keyCondition: "PK = :p", attributes: .init(values: [":p": .s("USER#2")])))
+                _ = try reader.query(QueryRequest(indexName: "GSI1", keyCondition: "GSI1PK = :e",
+                                                  attributes: .init(values: [":e": .s("EMAIL#3")])))
+                _ = try reader.scan(limit: 10, exclusiveStartKey: nil)
+                #expect(throws: TableError.self) {
+                    try reader.putItem(TableKey(pk: "USER#1", sk: "PROFILE").item, condition: "attribute_not_exists(PK)",
+                                       attributes: .init())
+                }
+                #expect(throws: TableError.self) {
+                    try reader.updateItem(TableKey(pk: "USER#1", sk: "PROFILE"), update: "SET a = :v", condition: "attribute_not_exists(PK)",
+                                          attributes: .init(values: [":v": .s("x")]), returnValues: .none)
+                }
+                #expect(throws: TableError.self) {
+                    try reader.deleteItem(TableKey(pk: "USER#1", sk: "PROFILE"), condition: "attribute_not_exists(PK)", attributes: .init())
+                }
+                #expect(throws: TableError.self) {
+                    try reader.transactWrite([.put(TableKey(pk: "USER#new", sk: "PROFILE").item),
+                                              .conditionCheck(key: TableKey(pk: "USER#1", sk: "PROFILE"), condition: "attribute_not_exists(PK)")])
+                }
+                try reader.deleteItem(TableKey(pk: "USER#absent", sk: "PROFILE"))
+            }
+            #expect(try Self.snapshot(directory) == before, "every file byte-identical, nothing added or removed")
+        }
+    }
+
+    @Test func aDamagedItemFileIsReportedWithItsPath() throws {
+        try withStore { directory, table in
+            try table.importBatch([TableKey(pk: "USER#1", sk: "PROFILE").item, TableKey(pk: "USER#1", sk: "SESSION#1").item])
+            let path = StoreLayout(root: directory).itemPath(TableKey(pk: "USER#1", sk: "PROFILE"))
+            try FileSystem.writeAtomically(path, Array(#"{"PK": {"S": "USER#1"}, "SK": "#.utf8))
+            for read in [{ _ = try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) },
+                         { _ = try table.query(QueryRequest(keyCondition: "PK = :p", attributes: .init(values: [":p": .s("USER#1")]))) },
+                         { _ = try table.scan(limit: nil, exclusiveStartKey: nil) }] as [() throws -> Void] {
+                do {
+                    try read()
+                    Issue.record("a damaged file must not be read silently")
+                } catch let error as TableError {
+                    guard case .corrupted(let message) = error else {
+                        Issue.record("expected corrupted, got \(error)")
+                        continue
+                    }
+                    #expect(message.contains(path))
+                    #expect(error.authError.code == .storeUnavailable)
+                }
+            }
+            // A file holding another item's key is damage too.
+            try FileSystem.writeAtomically(path, DynamoJSON.encode(TableKey(pk: "USER#2", sk: "PROFILE").item).serializedBytes())
+            #expect(throws: TableError.self) { try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) }
+            #expect(try table.getItem(TableKey(pk: "USER#1", sk: "SESSION#1")) != nil)
+        }
+    }
+
+    @Test func aDamagedLogRecordIsCorruptionButATornTailIsNot() throws {
+        try withStore { directory, table in
+            for index in 0..<3 { try table.putItem(TableKey(pk: "USER#\(index)", sk: "PROFILE").item) }
+            let walPath = directory + "/wal"
+            let intact = try FileSystem.readFile(walPath)
+
+            // A crash mid-append: half a record at the end, then zeros the file system left.
+            let record = WriteAheadLog.encodeRecord([(TableKey(pk: "USER#9", sk: "PROFILE"), TableKey(pk: "USER#9", sk: "PROFILE").item)])
+            try FileSystem.writeAtomically(walPath, intact + record.prefix(record.count / 2))
+            let fresh = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))
+            #expect(try fresh.getItem(TableKey(pk: "USER#2", sk: "PROFILE")) != nil)
+            #expect(try fresh.getItem(TableKey(pk: "USER#9", sk: "PROFILE")) == nil, "an unacknowledged record is not applied")
+            try FileSystem.writeAtomically(walPath, intact + [UInt8](repeating: 0, count: 300))
+            #expect(try fresh.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) != nil)
+            try fresh.putItem(TableKey(pk: "USER#5", sk: "PROFILE").item)
+            #expect(try FileSystem.readFile(walPath).count == intact.count + encodedSize(TableKey(pk: "USER#5", sk: "PROFILE")),
+                    "the writer cut the torn tail before appending")
+            #expect(try LocalTable(directory: directory, clock: SystemClock()).getItem(TableKey(pk: "USER#5", sk: "PROFILE")) != nil)
+
+            // A flipped byte inside the first record, with valid records after it.
+            var damaged = try FileSystem.readFile(walPath)
+            damaged[WriteAheadLog.headerSize + 20] ^= 0x01
+            try FileSystem.writeAtomically(walPath, damaged)
+            do {
+                _ = try LocalTable(directory: directory, clock: SystemClock()).getItem(TableKey(pk: "USER#0", sk: "PROFILE"))
+                Issue.record("a damaged record must be reported")
+            } catch let error as TableError {
+                guard case .corrupted(let message) = error else {
+                    Issue.record("expected corrupted, got \(error)")
+                    return
+                }
+                #expect(message.contains(walPath))
+            }
+        }
+    }
+
+    private func encodedSize(_ key: TableKey) -> Int {
+        WriteAheadLog.encodeRecord([(key, key.item)]).count
+    }
+
+    @Test func aHeldLockMakesTheStoreUnavailableAfterTwoSeconds() throws {
+        try withStore { directory, table in
+            try table.putItem(TableKey(pk: "USER#1", sk: "PROFILE").item)
+            let holder = open(directory + "/LOCK", O_RDWR | O_CLOEXEC)
+            #expect(holder >= 0)
+            #expect(flock(holder, LOCK_EX) == 0)
+            let started = monotonicSeconds()
+            #expect {
+                try table.putItem(TableKey(pk: "USER#2", sk: "PROFILE").item)
+            } throws: { error in
+                guard case TableError.unavailable(let message) = error else { return false }
+                return message.contains("LOCK")
+            }
+            #expect(monotonicSeconds() - started >= 1.9)
+            #expect(throws: TableError.self) { try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) }
+            #expect(TableError.unavailable("x").authError.code == .storeUnavailable)
+            flock(holder, LOCK_UN)
+            close(holder)
+            #expect(try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) != nil)
+        }
+    }
+
+    @Test func configurationOpensTheLocalStore() throws {
+        var configuration = try AuthConfiguration.fromEnvironment(["AUTH_STORE": "/tmp/some-store"])
+        #expect(try makeTable(configuration, clock: SystemClock()) is LocalTable)
+        configuration.store = .dynamoDB(table: "users")
+        #expect(throws: AuthError.self) { try makeTable(configuration, clock: SystemClock()) }
+    }
+
+    /// Every file under `directory` with its SHA-256.
+    static func snapshot(_ directory: String) throws -> [String: String] {
+        var result: [String: String] = [:]
+        for name in try FileSystem.listDirectory(directory) {
+            let path = directory + "/" + name
+            var status = stat()
+            guard stat(path, &status) == 0 else { continue }
+            if status.st_mode & S_IFMT == S_IFDIR {
+                result[path + "/"] = "dir"
+                for (child, hash) in try snapshot(path) { result[child] = hash }
+            } else {
+                result[path] = StoreLayout.hex(SHA256.hash(data: try FileSystem.readFile(path)))
+            }
+        }
+        return result
+    }
+}
+
+@Suite struct ExpressionTests {
+    @Test func decimalsCompareAndAddExactly() {
+        func number(_ text: String) -> DecimalNumber { DecimalNumber(text)! }
+        #expect(number("10") > number("9"))
+        #expect(number("1.0") == number("1"))
+        #expect(number("-2") < number("-1.5"))
+        #expect(number("1e3") == number("1000"))
+        #expect(number("0.1") + number("0.2") == number("0.3"))
+        #expect((number("9223372036854775807") + number("1"))?.description == "9223372036854775808")
+        #expect((number("5") + -number("7"))?.description == "-2")
+        #expect((number("1.25") + -number("1.25"))?.description == "0")
+        #expect(number("12345678901234567890123456789012345678") + number("1e40") == nil, "beyond 38 digits is refused")
+        #expect(DecimalNumber("abc") == nil && DecimalNumber("1..2") == nil && DecimalNumber("") == nil)
+    }
+
+    @Test func stringsOrderByUTF8Bytes() {
+        #expect(AttributeValue.s("Z").dynamoOrder(.s("a")) == -1)
+        #expect(AttributeValue.s("é").dynamoOrder(.s("z")) == 1, "é (0xC3…) sorts after z (0x7A)")
+        #expect(AttributeValue.s("1").dynamoOrder(.n("1")) == nil, "different types do not compare")
+    }
+
+    @Test func placeholdersMustBeDefined() {
+        #expect(throws: TableError.self) { try ExpressionParser.condition("#a = :b", ExpressionAttributes(values: [":b": .s("x")])) }
+        #expect(throws: TableError.self) { try ExpressionParser.condition("a = :b", .init()) }
+        #expect(throws: Never.self) {
+            try ExpressionParser.condition("a = :b", ExpressionAttributes(names: ["#unused": "x"], values: [":b": .s("x"), ":c": .n("1")]))
+        }
+    }
+
+    @Test func precedenceIsNotThenAndThenOr() throws {
+        let attributes = ExpressionAttributes(values: [":t": .bool(true), ":f": .bool(false)])
+        let item: Item = ["a": .bool(true), "b": .bool(false)]
+        func holds(_ text: String) throws -> Bool {
+            ExpressionEvaluator.evaluate(try ExpressionParser.condition(text, attributes), on: item)
+        }
+        #expect(try holds("a = :t OR a = :f AND b = :t"))
+        #expect(try !holds("(a = :t OR a = :f) AND b = :t"))
+        #expect(try holds("NOT a = :f AND b = :f"))
+        #expect(try !holds("NOT (a = :t AND b = :f)"))
+    }
+}
