@@ -24,7 +24,7 @@ public final class AuthServices: @unchecked Sendable {
         if let table {
             self.table = table
         } else {
-            self.table = try makeTable(configuration: configuration, clock: configuration.clock)
+            self.table = try makeTable(configuration, clock: configuration.clock)
         }
         self.verifier = IDTokenVerifier(configuration: configuration, httpClient: httpClient, clock: configuration.clock, logger: logger)
         if let pem = configuration.signingKeyPEM {

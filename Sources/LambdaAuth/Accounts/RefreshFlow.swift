@@ -133,9 +133,9 @@ struct SessionRevocation {
         var actions: [TransactWriteAction] = [
             .update(key: Keys.session(userID, sessionID), update: "SET #status = :revoked, #ttl = :ttl",
                     attributes: ExpressionAttributes(names: names, values: revokedValues)),
-            .update(key: Keys.profileKey(userID), update: "REMOVE activeSessions.#sid SET version = version + :one",
+            .update(key: Keys.profileKey(userID), update: "REMOVE activeSessions.#sid SET #version = #version + :one",
                     condition: "attribute_exists(PK)",
-                    attributes: ExpressionAttributes(names: ["#sid": sessionID], values: [":one": .n(1)])),
+                    attributes: ExpressionAttributes(names: ["#sid": sessionID, "#version": "version"], values: [":one": .n(1)])),
         ]
         actions += family.map { token in
             .update(key: token.key, update: "SET #status = :revoked, #ttl = :ttl",

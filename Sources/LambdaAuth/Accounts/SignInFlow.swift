@@ -145,8 +145,8 @@ struct SessionOpener {
 
             let session = SessionRecord(userID: userID, sessionID: sessionID, device: device, now: now)
             var actions: [TransactWriteAction] = [
-                .put(user.profile.item, condition: "version = :expected",
-                     attributes: ExpressionAttributes(values: [":expected": .n(expectedVersion)])),
+                .put(user.profile.item, condition: "#version = :expected",
+                     attributes: ExpressionAttributes(names: ["#version": "version"], values: [":expected": .n(expectedVersion)])),
                 .put(session.item(refreshTokenTTL: configuration.refreshTokenTTL), condition: "attribute_not_exists(PK)"),
                 .put(services.refreshRecord(for: refresh, userID: userID, sessionID: sessionID, sessionCreatedAt: now)),
             ]

@@ -1,0 +1,88 @@
+import LambdaAuth
+
+/// Whole-process invocation times of the three handlers on a warm JWKS cache (issue 4: median at
+/// most 15 ms each), then the same with 100,000 users in the store (at most 1.5 times as long).
+enum FlowBench {
+    static var section: BenchSection { BenchSection(name: "flows", run: run) }
+    static let rounds = 41
+
+    struct World {
+        let directory: String
+        let environment: [String: String]
+        let identityProvider: DevIdentityProvider
+
+        func token(_ provider: ProviderName, subject: String, email: String?, now: Int64) -> String {
+            var options = DevTokenOptions(subject: subject, audience: provider == .google ? "bench-web" : "com.example.bench")
+            options.email = email
+            return try! identityProvider.token(claims: options.claims(for: provider, now: now), provider: provider)
+        }
+
+        /// Runs one handler process; returns the response body and the wall time in milliseconds.
+        func invoke(_ handler: String, _ event: JSONValue) -> (body: JSONValue, milliseconds: Double) {
+            let started = monotonicSeconds()
+            let output = ProcessRunner.run(ProcessRunner.executable(handler), environment: environment, stdin: event.serializedBytes())
+            let elapsed = (monotonicSeconds() - started) * 1000
+            guard let body = output.json, body["error"] == nil else {
+                fatalError("bench: \(handler) failed: \(output.stdoutText) \(output.stderrText.suffix(400))")
+            }
+            return (body, elapsed)
+        }
+    }
+
+    static func makeWorld() -> World {
+        let directory = try! FileSystem.makeTemporaryDirectory(prefix: "lambda-auth-flow-bench")
+        let provider = try! DevIdentityProvider.initialize(directory: directory + "/idp").provider
+        let jwks = "file://" + DevIdentityProvider.jwksPath(in: directory + "/idp")
+        let environment = [
+            "AUTH_GOOGLE_AUDIENCES": "bench-web", "AUTH_APPLE_AUDIENCES": "com.example.bench",
+            "AUTH_GOOGLE_JWKS_URL": jwks, "AUTH_APPLE_JWKS_URL": jwks,
+            "AUTH_STORE": directory + "/store", "AUTH_CACHE_DIR": directory + "/cache", "AUTH_LOG_LEVEL": "warning",
+            "AUTH_CREDENTIALS_SECRET": "bench-credentials-secret-0123456789",
+        ]
+        return World(directory: directory, environment: environment, identityProvider: provider)
+    }
+
+    /// Median wall time of signin (returning user), refresh (a rotation chain) and link-provider
+    /// (alternating link and unlink).
+    static func measure(_ world: World, label: String) -> [String: Double] {
+        let now = SystemClock().nowSeconds
+        var signIn: [Double] = [], refresh: [Double] = [], link: [Double] = []
+        var session = world.invoke("signin", ["provider": "google", "idToken": .string(world.token(.google, subject: "bench-user", email: "bench@example.com", now: now))]).body
+        for _ in 0..<rounds {
+            let token = world.token(.google, subject: "bench-user", email: "bench@example.com", now: now)
+            signIn.append(world.invoke("signin", ["provider": "google", "idToken": .string(token)]).milliseconds)
+        }
+        var refreshToken = session["tokens"]!["refreshToken"]!
+        for _ in 0..<rounds {
+            let result = world.invoke("refresh", ["refreshToken": refreshToken])
+            refresh.append(result.milliseconds)
+            refreshToken = result.body["tokens"]!["refreshToken"]!
+            session = result.body
+        }
+        let accessToken = session["tokens"]!["accessToken"]!
+        let apple = world.token(.apple, subject: "000123.bench.\(label)", email: nil, now: now)
+        for round in 0..<rounds {
+            let event: JSONValue = round % 2 == 0
+                ? ["provider": "apple", "idToken": .string(apple), "accessToken": accessToken]
+                : ["provider": "apple", "action": "unlink", "accessToken": accessToken]
+            link.append(world.invoke("link-provider", event).milliseconds)
+        }
+        return ["signin": percentile(signIn, 0.5), "refresh": percentile(refresh, 0.5), "link-provider": percentile(link, 0.5)]
+    }
+
+    static func run(_ table: inout BenchTable) {
+        let world = makeWorld()
+        defer { FileSystem.removeTree(world.directory) }
+        let small = measure(world, label: "small")
+        Logger.standardError("bench: flows: filling the store with 100,000 users…")
+        let fill = monotonicSeconds()
+        LargeStoreFixture.fill(directory: world.environment["AUTH_STORE"]!, users: 100_000)
+        table.add("flows", "store fill, 100k users (import)", format(monotonicSeconds() - fill, decimals: 1) + " s")
+        let large = measure(world, label: "large")
+        for handler in ["signin", "refresh", "link-provider"] {
+            table.add("flows", "\(handler) invocation, median (small store)", format(small[handler]!) + " ms", target: "<= 15 ms")
+            table.add("flows", "\(handler) invocation, median (100k users)", format(large[handler]!) + " ms")
+            table.add("flows", "\(handler) 100k / small", format(large[handler]! / small[handler]!) + "x", target: "<= 1.5x")
+        }
+    }
+}
