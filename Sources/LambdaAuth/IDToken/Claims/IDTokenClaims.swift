@@ -1,0 +1,85 @@
+import Crypto
+
+/// The claim checks of an ID token, run only once its signature has verified (so that nothing a
+/// forger writes into a payload ever decides which error a caller sees). Each check is its own
+/// function so that lower-level callers (the RFC 7515 vectors, our access tokens) take only the
+/// ones that apply to them.
+public enum IDTokenClaims {
+    /// INVALID_ISSUER unless `iss` is one of `issuers`, exactly.
+    public static func checkIssuer(_ payload: [String: JSONValue], issuers: [String]) throws(AuthError) {
+        guard let issuer = payload["iss"]?.stringValue, issuers.contains(issuer) else {
+            throw AuthError(.invalidIssuer, "the token's issuer is not \(issuers.joined(separator: " or "))")
+        }
+    }
+
+    /// INVALID_AUDIENCE unless `aud` (a string, or an array of strings) names an accepted audience.
+    public static func checkAudience(_ payload: [String: JSONValue], audiences: [String]) throws(AuthError) {
+        let named: [String]
+        switch payload["aud"] {
+        case .string(let audience)?: named = [audience]
+        case .array(let list)?: named = list.compactMap(\.stringValue)
+        default: named = []
+        }
+        guard named.contains(where: audiences.contains) else {
+            throw AuthError(.invalidAudience, "the token's audience is not one of the accepted client IDs")
+        }
+    }
+
+    /// `exp` must be present and after now − skew; `iat` and `nbf`, when present, not after now + skew.
+    public static func checkTimes(_ payload: [String: JSONValue], now: Double, skew: Int64) throws(AuthError) {
+        let tolerance = Double(skew)
+        guard let expiry = payload["exp"]?.doubleValue else {
+            throw AuthError(.tokenExpired, "the ID token has no numeric exp")
+        }
+        if expiry <= now - tolerance {
+            throw AuthError(.tokenExpired, "the ID token expired at \(describeInstant(expiry))")
+        }
+        for name in ["iat", "nbf"] {
+            guard let value = payload[name] else { continue }
+            guard let instant = value.doubleValue else {
+                throw AuthError(.malformedToken, "the token's \(name) must be a number")
+            }
+            if instant > now + tolerance {
+                throw AuthError(.tokenNotYetValid, "the ID token is not valid before \(describeInstant(instant)) (\(name))")
+            }
+        }
+    }
+
+    /// The request's raw nonce must be the token's `nonce` or its lowercase hex SHA-256 (Apple
+    /// recommends sending the hash to the provider). A token carrying a nonce needs one in the
+    /// request: without it, a token captured from another sign-in could be replayed here.
+    public static func checkNonce(_ payload: [String: JSONValue], requestNonce: String?, requireNonce: Bool) throws(AuthError) {
+        let tokenNonce = payload["nonce"]
+        guard let requestNonce else {
+            if requireNonce {
+                throw AuthError(.nonceRequired, "a nonce is required with the ID token")
+            }
+            if tokenNonce != nil {
+                throw AuthError(.nonceRequired, "the ID token carries a nonce; the request must send it")
+            }
+            return
+        }
+        guard let tokenNonce = tokenNonce?.stringValue,
+              tokenNonce == requestNonce || tokenNonce == Array(SHA256.hash(data: Array(requestNonce.utf8))).hexString
+        else {
+            throw AuthError(.nonceMismatch, "the request's nonce does not match the ID token's nonce")
+        }
+    }
+
+    /// Apple sends `email_verified` and `is_private_email` as the strings "true"/"false", Google as
+    /// booleans. Anything else counts as false: an unverifiable claim of verification is no claim.
+    public static func flag(_ value: JSONValue?) -> Bool {
+        switch value {
+        case .bool(let flag)?: return flag
+        case .string("true")?: return true
+        default: return false
+        }
+    }
+
+    /// An instant for an error message; absurd values (which a signed token may still carry) are
+    /// shown as epoch seconds rather than as a calendar date.
+    static func describeInstant(_ instant: Double) -> String {
+        guard instant > -62_135_596_800, instant < 253_402_300_800 else { return "epoch \(instant)" }
+        return ISO8601.format(instant)
+    }
+}

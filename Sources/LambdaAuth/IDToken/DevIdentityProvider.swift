@@ -1,0 +1,139 @@
+import CryptoExtras
+
+/// A local stand-in for Google and Apple so that everything runs offline: one RSA-2048 key kept
+/// in a directory (default `.auth-dev/`), its JWKS written next to it for `file://` JWKS URLs,
+/// and ID tokens shaped as each provider shapes them, signed with that key.
+public struct DevIdentityProvider: Sendable {
+    public static let defaultDirectory = ".auth-dev"
+    public static let keyFileName = "idp-key.pem"
+    public static let jwksFileName = "jwks.json"
+
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    public let privateKey: _RSA.Signing.PrivateKey
+    /// The key's RFC 7638 thumbprint: stable for a key, different for the next one.
+    public let keyID: String
+
+    public init(privateKey: _RSA.Signing.PrivateKey) {
+        self.privateKey = privateKey
+        keyID = JSONWebKey.rsaThumbprint(privateKey.publicKey)
+    }
+
+    /// `{"keys": [the public key]}`, as the providers publish theirs.
+    public var jwks: JSONValue {
+        ["keys": [JSONWebKey.rsaJWK(privateKey.publicKey, keyID: keyID)]]
+    }
+
+    public static func keyPath(in directory: String) -> String { directory + "/" + keyFileName }
+    public static func jwksPath(in directory: String) -> String { directory + "/" + jwksFileName }
+
+    /// Loads the key kept in `directory`, creating one when there is none (an existing key is
+    /// never replaced: tokens minted before keep verifying). Writes the JWKS file either way.
+    public static func initialize(directory: String) throws(Failure) -> (provider: DevIdentityProvider, created: Bool) {
+        let created: Bool
+        let provider: DevIdentityProvider
+        if FileSystem.exists(keyPath(in: directory)) {
+            provider = try load(directory: directory)
+            created = false
+        } else {
+            do {
+                provider = DevIdentityProvider(privateKey: try _RSA.Signing.PrivateKey(keySize: .bits2048))
+            } catch {
+                throw Failure(description: "cannot generate an RSA key: \(error)")
+            }
+            try write(Array(provider.privateKey.pemRepresentation.utf8), to: keyPath(in: directory), mode: 0o600)
+            created = true
+        }
+        try write(provider.jwks.serializedBytes() + [0x0A], to: jwksPath(in: directory), mode: 0o644)
+        return (provider, created)
+    }
+
+    public static func load(directory: String) throws(Failure) -> DevIdentityProvider {
+        let path = keyPath(in: directory)
+        let pem: [UInt8]
+        do {
+            pem = try FileSystem.readFile(path, limit: 64 << 10)
+        } catch {
+            throw Failure(description: "no dev identity provider key at \(path) (run `authctl dev-idp init`): \(error)")
+        }
+        do {
+            return DevIdentityProvider(privateKey: try _RSA.Signing.PrivateKey(pemRepresentation: String(decoding: pem, as: UTF8.self)))
+        } catch {
+            throw Failure(description: "\(path) does not hold an RSA private key of at least 2048 bits")
+        }
+    }
+
+    static func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws(Failure) {
+        do {
+            try FileSystem.createDirectory(FileSystem.parentDirectory(of: path))
+            try FileSystem.writeAtomically(path, bytes, mode: mode)
+        } catch {
+            throw Failure(description: "cannot write \(path): \(error)")
+        }
+    }
+
+    /// A signed ID token for `claims`, with the provider's usual header.
+    public func token(claims: [String: JSONValue], provider: ProviderName) throws(Failure) -> String {
+        let header: [String: JSONValue] = provider == .google ? ["typ": "JWT"] : [:]
+        do {
+            return try JWSSigner.signRS256(header: header, payload: claims, keyID: keyID, key: privateKey)
+        } catch {
+            throw Failure(description: "cannot sign: \(error)")
+        }
+    }
+}
+
+/// What a dev token says; each provider's shape is applied by `claims(for:now:)`.
+public struct DevTokenOptions: Sendable {
+    public var subject: String
+    public var audience: String
+    public var email: String?
+    public var emailVerified = true
+    public var nonce: String?
+    public var name: String?
+    public var picture: String?
+    public var privateEmail = false
+    public var expiresIn: Int64 = 3600
+    /// Epoch seconds; nil: now.
+    public var issuedAt: Int64?
+
+    public init(subject: String, audience: String) {
+        self.subject = subject
+        self.audience = audience
+    }
+
+    /// Google sends booleans and `name`/`picture`; Apple sends "true"/"false" strings, never a
+    /// name, and `is_private_email` for relay addresses.
+    public func claims(for provider: ProviderName, now: Int64) -> [String: JSONValue] {
+        let issued = issuedAt ?? now
+        var claims: [String: JSONValue] = [
+            "iss": .string(provider.issuers[0]),
+            "aud": .string(audience),
+            "sub": .string(subject),
+            "iat": .number(issued),
+            "exp": .number(issued + expiresIn),
+        ]
+        if let nonce { claims["nonce"] = .string(nonce) }
+        switch provider {
+        case .google:
+            claims["azp"] = .string(audience)
+            if let email {
+                claims["email"] = .string(email)
+                claims["email_verified"] = .bool(emailVerified)
+            }
+            if let name { claims["name"] = .string(name) }
+            if let picture { claims["picture"] = .string(picture) }
+        case .apple:
+            claims["auth_time"] = .number(issued)
+            claims["nonce_supported"] = true
+            if let email {
+                claims["email"] = .string(email)
+                claims["email_verified"] = .string(emailVerified ? "true" : "false")
+                claims["is_private_email"] = .string(privateEmail ? "true" : "false")
+            }
+        }
+        return claims
+    }
+}

@@ -1,0 +1,122 @@
+/// Who an ID token says the caller is, once every check has passed.
+public struct VerifiedIdentity: Sendable {
+    public let provider: ProviderName
+    public let subject: String
+    public let email: String?
+    public let emailVerified: Bool
+    /// Apple's relay addresses (`…@privaterelay.appleid.com`).
+    public let isPrivateEmail: Bool
+    public let name: String?
+    public let picture: String?
+    /// The whole payload, for the flows that need more than the fields above.
+    public let claims: [String: JSONValue]
+
+    public init(provider: ProviderName, subject: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
+                name: String?, picture: String?, claims: [String: JSONValue]) {
+        self.provider = provider
+        self.subject = subject
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.name = name
+        self.picture = picture
+        self.claims = claims
+    }
+
+    /// Reads the identity fields of a verified payload. `sub` is the one field an identity cannot do without.
+    public init(provider: ProviderName, claims: [String: JSONValue]) throws(AuthError) {
+        guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
+            throw AuthError(.malformedToken, "the ID token has no sub")
+        }
+        self.init(provider: provider, subject: subject, email: claims["email"]?.stringValue,
+                  emailVerified: IDTokenClaims.flag(claims["email_verified"]),
+                  isPrivateEmail: IDTokenClaims.flag(claims["is_private_email"]),
+                  name: claims["name"]?.stringValue, picture: claims["picture"]?.stringValue, claims: claims)
+    }
+
+    /// The identity as JSON (the fields above, without the raw claims).
+    public var json: JSONValue {
+        [
+            "provider": .string(provider.rawValue),
+            "subject": .string(subject),
+            "email": email.map(JSONValue.string) ?? .null,
+            "emailVerified": .bool(emailVerified),
+            "isPrivateEmail": .bool(isPrivateEmail),
+            "name": name.map(JSONValue.string) ?? .null,
+            "picture": picture.map(JSONValue.string) ?? .null,
+        ]
+    }
+}
+
+/// Verifies Google and Apple ID tokens (contract sections 2 and 5). One instance per process:
+/// it holds each provider's parsed keys, so a warm verification costs one RSA verify plus
+/// parsing, with no I/O.
+///
+/// Check order, cheapest and least trusting first; nothing the token claims is looked at before
+/// its signature has verified:
+/// 1. size (over 16 KiB: INVALID_REQUEST, unparsed);
+/// 2. the provider has audiences configured (PROVIDER_NOT_CONFIGURED);
+/// 3. structure: three canonical base64url parts, JSON objects, no duplicate names (MALFORMED_TOKEN);
+/// 4. header: no `crit`, `alg` RS256 (UNSUPPORTED_ALGORITHM); a `kid` (UNKNOWN_KEY_ID).
+///    `jku`, `x5u`, `jwk`, `x5c` are never read: keys come from the configured JWKS only;
+/// 5. the key for `kid` from the cache, fetching as its policy allows (UNKNOWN_KEY_ID, JWKS_UNAVAILABLE);
+/// 6. the signature (INVALID_SIGNATURE);
+/// 7. claims: `iss` (INVALID_ISSUER), `aud` (INVALID_AUDIENCE), `exp` (TOKEN_EXPIRED),
+///    `iat`/`nbf` (TOKEN_NOT_YET_VALID), `nonce` (NONCE_REQUIRED, NONCE_MISMATCH), `sub` (MALFORMED_TOKEN).
+public final class IDTokenVerifier: Sendable {
+    struct ProviderState: Sendable {
+        let audiences: [String]
+        let keys: Result<ProviderKeyCache, AuthError>
+    }
+
+    let providers: [ProviderName: ProviderState]
+    let clockSkew: Int64
+    let requireNonce: Bool
+    let clock: any Clock
+
+    public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any Clock, logger: Logger) {
+        var providers: [ProviderName: ProviderState] = [:]
+        for name in ProviderName.allCases {
+            let settings = configuration.provider(name)
+            let variable = "AUTH_\(name.rawValue.uppercased())_JWKS_URL"
+            let keys: Result<ProviderKeyCache, AuthError>
+            do {
+                let source = try JWKSLocation(settings.jwksURL, variable: variable).source(client: httpClient)
+                keys = .success(ProviderKeyCache(provider: name, source: source, cacheDirectory: configuration.cacheDirectory,
+                                                 clock: clock, logger: logger))
+            } catch {
+                keys = .failure(error)
+            }
+            providers[name] = ProviderState(audiences: settings.audiences, keys: keys)
+        }
+        self.providers = providers
+        clockSkew = configuration.clockSkew
+        requireNonce = configuration.requireNonce
+        self.clock = clock
+    }
+
+    public func verify(_ token: String, provider: ProviderName, nonce: String?) throws(AuthError) -> VerifiedIdentity {
+        guard token.utf8.count <= CompactJWS.maximumBytes else {
+            throw AuthError(.invalidRequest, "the ID token is longer than 16 KiB")
+        }
+        guard let state = providers[provider], !state.audiences.isEmpty else {
+            throw AuthError(.providerNotConfigured,
+                            "\(provider.rawValue) sign-in is not configured (AUTH_\(provider.rawValue.uppercased())_AUDIENCES is empty)")
+        }
+        let jws = try CompactJWS(parsing: token)
+        _ = try jws.checkAlgorithm(allowed: [.rs256])
+        guard let keyID = jws.keyID, !keyID.isEmpty else {
+            throw AuthError(.unknownKeyID, "the token has no kid")
+        }
+        let key = try state.keys.get().key(id: keyID)
+        guard key.isValidSignature(jws.signature, for: jws.signingInput) else {
+            throw AuthError(.invalidSignature, "the ID token's signature does not verify")
+        }
+        let claims = jws.payload
+        try IDTokenClaims.checkIssuer(claims, issuers: provider.issuers)
+        try IDTokenClaims.checkAudience(claims, audiences: state.audiences)
+        try IDTokenClaims.checkTimes(claims, now: clock.now(), skew: clockSkew)
+        try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: requireNonce)
+        return try VerifiedIdentity(provider: provider, claims: claims)
+    }
+}

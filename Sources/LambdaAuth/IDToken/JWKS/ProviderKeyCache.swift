@@ -1,0 +1,135 @@
+/// One provider's verification keys: parsed once and kept in memory for a resident process,
+/// mirrored on disk (for HTTP sources) so that the next process starts warm.
+///
+/// Policy:
+/// - keys are fresh for the server's `Cache-Control: max-age` (3600 s when absent), clamped to
+///   60 s – 24 h; stale keys are refetched on the next verification;
+/// - a `kid` not among fresh keys triggers one refetch, unless any fetch was attempted in the
+///   last 30 s — by this process or, through the disk record, by another one — so a storm of
+///   forged `kid`s costs at most one fetch per 30 s;
+/// - a failed fetch keeps whatever keys we have and serves them past their age (the failed
+///   attempt also starts the 30 s cooldown, so an outage does not cost every request a 3 s
+///   timeout); with no keys at all, JWKS_UNAVAILABLE;
+/// - a response that is not a usable JWKS is a failed fetch, so it never replaces working keys.
+///
+/// The lock is held across a fetch: concurrent verifications of a cold or stale provider wait for
+/// one fetch instead of each starting their own.
+final class ProviderKeyCache: @unchecked Sendable {
+    static let defaultLifetime: Int64 = 3600
+    static let lifetimeRange: ClosedRange<Int64> = 60...86_400
+    static let refetchCooldown = 30.0
+
+    let provider: ProviderName
+    let algorithm: JWSAlgorithm
+    let source: any JWKSSource
+    let disk: DiskJWKSCache?
+    let clock: any Clock
+    let logger: Logger
+
+    private let lock = Mutex()
+    private var record: JWKSCacheRecord?
+    private var keys: JSONWebKeySet?
+    private var lastAttempt = -Double.infinity
+
+    init(provider: ProviderName, algorithm: JWSAlgorithm = .rs256, source: any JWKSSource, cacheDirectory: String?,
+         clock: any Clock, logger: Logger) {
+        self.provider = provider
+        self.algorithm = algorithm
+        self.source = source
+        self.clock = clock
+        self.logger = logger
+        if let cacheDirectory, source.worthCachingOnDisk {
+            disk = DiskJWKSCache(directory: cacheDirectory, provider: provider, location: source.location)
+        } else {
+            disk = nil
+        }
+    }
+
+    static func lifetime(maxAge: Int64?) -> Int64 {
+        min(max(maxAge ?? defaultLifetime, lifetimeRange.lowerBound), lifetimeRange.upperBound)
+    }
+
+    /// The key named `keyID`, fetching as the policy above allows.
+    func key(id keyID: String) throws(AuthError) -> JSONWebKey {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = clock.now()
+        if isFresh(now), let key = keys?.key(id: keyID) { return key }
+
+        // Slow path: no keys, stale keys or an unknown kid. Another process may have fetched
+        // meanwhile; its file is cheaper than a fetch.
+        adoptDiskRecord(now: now)
+        if isFresh(now), let key = keys?.key(id: keyID) { return key }
+
+        var fetchFailed = false
+        if keys == nil || cooldownOver(now) {
+            fetchFailed = !fetch(now: now)
+        }
+        if let key = keys?.key(id: keyID) { return key }
+        if keys == nil || fetchFailed {
+            throw AuthError(.jwksUnavailable, "the \(provider.rawValue) signing keys cannot be fetched right now")
+        }
+        throw AuthError(.unknownKeyID, "the token's kid is not among the \(provider.rawValue) signing keys")
+    }
+
+    private func isFresh(_ now: Double) -> Bool {
+        guard let record else { return false }
+        return now - record.fetchedAt < Double(record.lifetime)
+    }
+
+    private func cooldownOver(_ now: Double) -> Bool {
+        now - lastAttempt >= ProviderKeyCache.refetchCooldown
+    }
+
+    private func adoptDiskRecord(now: Double) {
+        guard let disk else { return }
+        do {
+            guard let (stored, storedKeys) = try disk.load(now: now, algorithm: algorithm) else { return }
+            lastAttempt = max(lastAttempt, stored.lastAttempt)
+            if stored.fetchedAt > (record?.fetchedAt ?? -Double.infinity) {
+                record = stored
+                keys = storedKeys
+            }
+        } catch {
+            logger.warning("ignoring the JWKS cache file", ["provider": .string(provider.rawValue),
+                                                            "path": .string(disk.path), "reason": .string(error.description)])
+        }
+    }
+
+    /// One fetch; true when it produced a usable key set. Either way the attempt is recorded.
+    private func fetch(now: Double) -> Bool {
+        lastAttempt = now
+        defer { persist() }
+        let fetched: JWKSFetch
+        let document: JSONValue
+        let parsed: JSONWebKeySet
+        do {
+            fetched = try source.fetch()
+            document = try JSONValue.parse(fetched.document)
+            parsed = try JSONWebKeySet(document, algorithm: algorithm)
+        } catch {
+            logger.warning("JWKS fetch failed", ["provider": .string(provider.rawValue), "location": .string(source.location),
+                                                 "reason": .string(String(describing: error)),
+                                                 "servingCachedKeys": .bool(keys != nil)])
+            return false
+        }
+        record = JWKSCacheRecord(document: document, fetchedAt: now, lifetime: ProviderKeyCache.lifetime(maxAge: fetched.maxAge),
+                                 lastAttempt: now)
+        keys = parsed
+        logger.info("JWKS fetched", ["provider": .string(provider.rawValue), "keys": .number(parsed.keys.count),
+                                     "ignoredKeys": .number(parsed.ignoredCount),
+                                     "lifetimeSeconds": .number(record?.lifetime ?? 0)])
+        return true
+    }
+
+    private func persist() {
+        guard let disk, var record else { return }
+        record.lastAttempt = lastAttempt
+        self.record = record
+        do {
+            try disk.store(record)
+        } catch {
+            logger.warning("cannot write the JWKS cache file", ["path": .string(disk.path), "reason": .string(error.description)])
+        }
+    }
+}

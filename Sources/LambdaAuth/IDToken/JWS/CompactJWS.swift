@@ -1,0 +1,68 @@
+/// A JWS in compact serialization (RFC 7515 §7.1), parsed strictly and not yet verified.
+///
+/// Strict on purpose: exactly three parts, each canonical unpadded base64url, header and payload
+/// JSON objects without duplicate member names. A token that could be spelled several ways, or
+/// whose JSON two parsers could read differently, is refused before any key is looked at.
+public struct CompactJWS: Sendable {
+    /// Contract: an ID token longer than 16 KiB is refused before any parsing of its content.
+    public static let maximumBytes = 16 << 10
+
+    public let header: [String: JSONValue]
+    public let payload: [String: JSONValue]
+    /// `BASE64URL(header) || '.' || BASE64URL(payload)`, the bytes the signature covers.
+    public let signingInput: [UInt8]
+    /// May be empty (an unsigned `alg: none` token parses; it is refused by the algorithm check).
+    public let signature: [UInt8]
+
+    public var algorithm: String? { header["alg"]?.stringValue }
+    public var keyID: String? { header["kid"]?.stringValue }
+
+    public init(parsing token: String) throws(AuthError) {
+        let bytes = token.utf8
+        guard bytes.count <= CompactJWS.maximumBytes else {
+            throw AuthError(.invalidRequest, "the token is longer than 16 KiB")
+        }
+        let dot = UInt8(ascii: ".")
+        guard let firstDot = bytes.firstIndex(of: dot),
+              let secondDot = bytes[bytes.index(after: firstDot)...].firstIndex(of: dot),
+              !bytes[bytes.index(after: secondDot)...].contains(dot)
+        else {
+            throw CompactJWS.malformed("the token must have three parts separated by dots")
+        }
+        let headerPart = bytes[..<firstDot]
+        let payloadPart = bytes[bytes.index(after: firstDot)..<secondDot]
+        let signaturePart = bytes[bytes.index(after: secondDot)...]
+
+        header = try CompactJWS.decodeObject(headerPart, what: "header")
+        payload = try CompactJWS.decodeObject(payloadPart, what: "payload")
+        guard let signature = Base64.decode(Array(signaturePart), table: Base64.urlTable, padded: false) else {
+            throw CompactJWS.malformed("the token's signature is not canonical base64url")
+        }
+        self.signature = signature
+        signingInput = Array(bytes[..<secondDot])
+    }
+
+    static func decodeObject(_ part: Substring.UTF8View, what: String) throws(AuthError) -> [String: JSONValue] {
+        guard let json = Base64.decode(Array(part), table: Base64.urlTable, padded: false) else {
+            throw malformed("the token's \(what) is not canonical base64url")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(json)
+        } catch {
+            // The member name and offset go to the log only: the message never echoes token content.
+            if case .duplicateMember = error.kind {
+                throw AuthError(.malformedToken, "the token's \(what) has a duplicate member name", detail: error.description)
+            }
+            throw AuthError(.malformedToken, "the token's \(what) is not valid JSON", detail: error.description)
+        }
+        guard case .object(let members) = value else {
+            throw malformed("the token's \(what) is not a JSON object")
+        }
+        return members
+    }
+
+    static func malformed(_ message: String) -> AuthError {
+        AuthError(.malformedToken, message)
+    }
+}

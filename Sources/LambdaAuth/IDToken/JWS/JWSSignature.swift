@@ -1,0 +1,31 @@
+/// The JWS algorithms this project can check. Google and Apple sign ID tokens with RS256 only;
+/// ES256 exists for our own access tokens and for the generic check of RFC 7515 A.3.
+public enum JWSAlgorithm: String, Sendable, CaseIterable {
+    case rs256 = "RS256"
+    case es256 = "ES256"
+}
+
+extension CompactJWS {
+    /// Header checks that come before any key is looked up: no `crit` (we understand no
+    /// extension, so RFC 7515 §4.1.11 obliges us to refuse), and an `alg` among `allowed`.
+    /// `none`, HS* and everything else are UNSUPPORTED_ALGORITHM.
+    public func checkAlgorithm(allowed: Set<JWSAlgorithm>) throws(AuthError) -> JWSAlgorithm {
+        if header["crit"] != nil {
+            throw AuthError(.unsupportedAlgorithm, "the token has a crit header, which is not supported")
+        }
+        guard let name = algorithm, let algorithm = JWSAlgorithm(rawValue: name), allowed.contains(algorithm) else {
+            let names = allowed.map(\.rawValue).sorted().joined(separator: ", ")
+            throw AuthError(.unsupportedAlgorithm, "the token's alg must be \(names)")
+        }
+        return algorithm
+    }
+
+    /// The generic check of a JWS against one known key: header algorithm = the key's, then the
+    /// signature. Claims are not looked at.
+    public func verifySignature(with key: JSONWebKey) throws(AuthError) {
+        _ = try checkAlgorithm(allowed: [key.algorithm])
+        guard key.isValidSignature(signature, for: signingInput) else {
+            throw AuthError(.invalidSignature, "the token's signature does not verify")
+        }
+    }
+}

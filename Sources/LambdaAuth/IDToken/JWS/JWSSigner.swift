@@ -1,0 +1,49 @@
+import Crypto
+import CryptoExtras
+
+/// Builds compact JWS. Production never signs RS256 (providers do); the dev identity provider,
+/// the demo, the benchmark and the tests do, and they all go through here.
+public enum JWSSigner {
+    /// `BASE64URL(header) '.' BASE64URL(payload)`, the JSON serialised deterministically.
+    public static func signingInput(header: JSONValue, payload: JSONValue) -> String {
+        Base64.urlEncoded(header.serializedBytes()) + "." + Base64.urlEncoded(payload.serializedBytes())
+    }
+
+    /// An RS256 token (RSASSA-PKCS1-v1_5 with SHA-256, RFC 7518 §3.3). `header` gets `alg`
+    /// and, when given, `kid`; anything else in it is kept as is.
+    public static func signRS256(header: [String: JSONValue] = [:], payload: [String: JSONValue],
+                                 keyID: String?, key: _RSA.Signing.PrivateKey) throws -> String {
+        var header = header
+        header["alg"] = "RS256"
+        if let keyID { header["kid"] = .string(keyID) }
+        let input = signingInput(header: .object(header), payload: .object(payload))
+        let signature = try key.signature(for: SHA256.hash(data: Array(input.utf8)), padding: .insecurePKCS1v1_5)
+        return input + "." + Base64.urlEncoded(signature.rawRepresentation)
+    }
+}
+
+extension JSONWebKey {
+    /// The public JWK of an RSA key for RS256 signatures, as a provider publishes it.
+    public static func rsaJWK(_ key: _RSA.Signing.PublicKey, keyID: String) -> JSONValue {
+        var members = rsaThumbprintMembers(key)
+        members["kid"] = .string(keyID)
+        members["use"] = "sig"
+        members["alg"] = "RS256"
+        return .object(members)
+    }
+
+    /// The RFC 7638 thumbprint: SHA-256 of the required members in lexicographic order, no
+    /// whitespace, which is exactly how JSONValue serialises. A stable, content-derived `kid`.
+    public static func rsaThumbprint(_ key: _RSA.Signing.PublicKey) -> String {
+        let canonical = JSONValue.object(rsaThumbprintMembers(key)).serializedBytes()
+        return Base64.urlEncoded(SHA256.hash(data: canonical))
+    }
+
+    static func rsaThumbprintMembers(_ key: _RSA.Signing.PublicKey) -> [String: JSONValue] {
+        // getKeyPrimitives fails only for a key BoringSSL itself could not hold.
+        let primitives = try? key.getKeyPrimitives()
+        return ["kty": "RSA",
+                "n": .string(Base64.urlEncoded(primitives.map { Array($0.modulus) } ?? [])),
+                "e": .string(Base64.urlEncoded(primitives.map { Array($0.publicExponent) } ?? []))]
+    }
+}

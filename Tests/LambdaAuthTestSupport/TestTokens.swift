@@ -1,0 +1,134 @@
+import Crypto
+import CryptoExtras
+import LambdaAuth
+
+/// RSA keys for tests. Generating one takes tens of milliseconds, so a few are made once per test
+/// process and shared; tests that need "another provider's key" take a different index.
+public enum TestKeys {
+    private static let keys: [_RSA.Signing.PrivateKey] = (0..<3).map { _ in
+        try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    }
+
+    public static func rsa(_ index: Int = 0) -> _RSA.Signing.PrivateKey { keys[index] }
+
+    /// A key too short to be accepted (CryptoExtras refuses these below 2048 bits).
+    public static let weakRSA: _RSA.Signing.PrivateKey = try! _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024))
+}
+
+/// A fake identity provider for tests: one key, its JWKS, and tokens shaped like Google's or
+/// Apple's (through the product's own minting), plus forgeries of every kind.
+public struct TestIssuer: Sendable {
+    public let key: _RSA.Signing.PrivateKey
+    public let keyID: String
+    /// Fixed "now" for token claims (epoch seconds); pair it with `FixedClock(now)`.
+    public let now: Int64
+
+    public init(keyIndex: Int = 0, keyID: String = "test-key-0", now: Int64 = 1_900_000_000) {
+        key = TestKeys.rsa(keyIndex)
+        self.keyID = keyID
+        self.now = now
+    }
+
+    public var jwk: JSONValue { JSONWebKey.rsaJWK(key.publicKey, keyID: keyID) }
+    public var jwks: JSONValue { TestJWKS.document([jwk]) }
+
+    /// Claims as the dev identity provider shapes them, with `changes` applied (`nil` removes).
+    public func claims(_ provider: ProviderName = .google, audience: String = TestIssuer.googleAudience,
+                       subject: String = "1234567890", email: String? = "user@example.com",
+                       changes: [String: JSONValue?] = [:]) -> [String: JSONValue] {
+        var options = DevTokenOptions(subject: subject, audience: audience)
+        options.email = email
+        options.name = provider == .google ? "Test User" : nil
+        var claims = options.claims(for: provider, now: now)
+        for (name, value) in changes { claims[name] = value }
+        return claims
+    }
+
+    /// A correctly signed token over `claims`; `header` adds or overrides header members.
+    public func token(_ claims: [String: JSONValue], header: [String: JSONValue] = [:], keyID: String? = nil) -> String {
+        try! JWSSigner.signRS256(header: header, payload: claims, keyID: keyID ?? self.keyID, key: key)
+    }
+
+    public func token(_ provider: ProviderName = .google, changes: [String: JSONValue?] = [:]) -> String {
+        token(claims(provider, audience: provider == .google ? TestIssuer.googleAudience : TestIssuer.appleAudience,
+                     changes: changes))
+    }
+
+    /// A token signed over raw JSON texts (duplicate members, odd spacing) with this key.
+    public func token(headerJSON: String, payloadJSON: String) -> String {
+        let input = TokenForge.part(headerJSON) + "." + TokenForge.part(payloadJSON)
+        let signature = try! key.signature(for: SHA256.hash(data: Array(input.utf8)), padding: .insecurePKCS1v1_5)
+        return input + "." + Base64.urlEncoded(signature.rawRepresentation)
+    }
+
+    public static let googleAudience = "google-client.apps.example.com"
+    public static let appleAudience = "com.example.app"
+}
+
+/// Hand-made tokens: arbitrary parts, arbitrary signatures.
+public enum TokenForge {
+    public static func part(_ json: String) -> String { Base64.urlEncoded(Array(json.utf8)) }
+
+    public static func token(header: JSONValue, payload: JSONValue, signature: [UInt8]) -> String {
+        JWSSigner.signingInput(header: header, payload: payload) + "." + Base64.urlEncoded(signature)
+    }
+
+    /// Replaces one dot-separated part of `token` (0 header, 1 payload, 2 signature).
+    public static func replacing(part index: Int, of token: String, with replacement: String) -> String {
+        var parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        parts[index] = replacement
+        return parts.joined(separator: ".")
+    }
+}
+
+public enum TestJWKS {
+    public static func document(_ keys: [JSONValue]) -> JSONValue { ["keys": .array(keys)] }
+
+    /// Writes `document` to a file and returns its `file://` URL.
+    public static func file(_ document: JSONValue, in directory: String, name: String = "jwks.json") -> String {
+        let path = directory + "/" + name
+        try! FileSystem.writeAtomically(path, document.serializedBytes(), durable: false)
+        return "file://" + path
+    }
+}
+
+/// Log lines kept in memory, so that a test can read what was logged.
+public final class CapturedLog: @unchecked Sendable {
+    private let lock = Mutex()
+    private var captured: [String] = []
+
+    public init() {}
+
+    public var logger: Logger {
+        Logger(minimumLevel: .debug, sink: { [self] line in lock.withLock { captured.append(line) } })
+    }
+
+    public var lines: [String] { lock.withLock { captured } }
+}
+
+/// A clock the test moves by hand.
+public final class ManualClock: Clock, @unchecked Sendable {
+    private let lock = Mutex()
+    private var instant: Double
+
+    public init(_ instant: Double) { self.instant = instant }
+
+    public func now() -> Double { lock.withLock { instant } }
+    public func advance(by seconds: Double) { lock.withLock { instant += seconds } }
+}
+
+/// Environments for `AuthConfiguration.fromEnvironment` in verification tests.
+public enum VerifierEnvironment {
+    public static func make(googleJWKS: String, appleJWKS: String? = nil, cacheDirectory: String,
+                            extra: [String: String] = [:]) -> [String: String] {
+        var environment = [
+            "AUTH_GOOGLE_AUDIENCES": "other-client," + TestIssuer.googleAudience,
+            "AUTH_APPLE_AUDIENCES": TestIssuer.appleAudience,
+            "AUTH_GOOGLE_JWKS_URL": googleJWKS,
+            "AUTH_APPLE_JWKS_URL": appleJWKS ?? googleJWKS,
+            "AUTH_CACHE_DIR": cacheDirectory,
+        ]
+        for (name, value) in extra { environment[name] = value }
+        return environment
+    }
+}
