@@ -1,0 +1,45 @@
+import Crypto
+import LambdaAuth
+
+/// Fills a store with realistic users, as the flows would have written them: PROFILE, the identity
+/// link (both sides), the email index, a session and an ACTIVE refresh token each.
+enum LargeStoreFixture {
+    static func items(forUser index: Int, now: Int64) -> [Item] {
+        let userID = "benchuser\(index)"
+        let subject = String(100_000_000_000 + index)
+        let stamp = AttributeValue.s(ISO8601.format(epochSeconds: now))
+        let hash = Array(SHA256.hash(data: Array("bench-refresh-\(index)".utf8))).hexString
+        let user = "USER#\(userID)"
+        return [
+            ["PK": .s(user), "SK": .s("PROFILE"), "email": .s("user\(index)@example.com"), "emailVerified": .bool(true),
+             "displayName": .s("User \(index)"), "pictureUrl": .null, "createdAt": stamp, "updatedAt": stamp, "lastSignInAt": stamp,
+             "identityCount": .n(1), "activeSessions": .m(["s\(index)": .n(now)]), "version": .n(1)],
+            ["PK": .s("IDENTITY#google#\(subject)"), "SK": .s("LINK"), "userId": .s(userID), "provider": .s("google"),
+             "subject": .s(subject), "email": .s("user\(index)@example.com"), "linkedAt": stamp],
+            ["PK": .s(user), "SK": .s("IDENTITY#google"), "subject": .s(subject), "email": .s("user\(index)@example.com"), "linkedAt": stamp],
+            ["PK": .s("EMAIL#user\(index)@example.com"), "SK": .s("USER"), "userId": .s(userID)],
+            ["PK": .s(user), "SK": .s("SESSION#s\(index)"), "device": .m([:]), "createdAt": stamp, "lastActiveAt": stamp,
+             "status": .s("ACTIVE"), "ttl": .n(now + 2_592_000)],
+            ["PK": .s(user), "SK": .s("REFRESH#t\(index)"), "GSI1PK": .s("REFRESH#\(hash)"), "GSI1SK": .s("REFRESH"),
+             "familyId": .s("s\(index)"), "userId": .s(userID), "status": .s("ACTIVE"), "createdAt": stamp,
+             "expiresAt": .s(ISO8601.format(epochSeconds: now + 2_592_000)), "ttl": .n(now + 2_678_400)],
+        ]
+    }
+
+    static func fill(directory: String, users: Int) {
+        let table = LocalTable(directory: directory, clock: SystemClock())
+        let now = SystemClock().nowSeconds
+        var batch: [TransactWriteAction] = []
+        for index in 0..<users {
+            for item in items(forUser: index, now: now) { batch.append(.put(item)) }
+            if batch.count >= 96 || index == users - 1 {
+                do {
+                    try table.transactWrite(batch)
+                } catch {
+                    fatalError("bench: filling the store failed: \(error)")
+                }
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+    }
+}
