@@ -130,7 +130,7 @@ final class JWKSCacheTests {
         #expect(server.requestCount == 1)
     }
 
-    @Test(arguments: ["500", "drop", "garbage", "no keys", "oversized"])
+    @Test(arguments: ["500", "drop", "garbage", "no keys", "oversized", "redirect"])
     func cachedKeysServePastTheirAgeWhenTheServerFails(_ failure: String) throws {
         let verifier = try verifier()
         #expect(code(verifier, token()) == nil)
@@ -149,7 +149,7 @@ final class JWKSCacheTests {
         #expect(server.requestCount == 3)
     }
 
-    @Test(arguments: ["500", "drop", "garbage", "no keys", "oversized"])
+    @Test(arguments: ["500", "drop", "garbage", "no keys", "oversized", "redirect"])
     func withNothingCachedAFailedFetchIsJWKSUnavailable(_ failure: String) throws {
         server.respond { _ in JWKSCacheTests.failingResponse(failure) }
         let verifier = try verifier()
@@ -177,8 +177,32 @@ final class JWKSCacheTests {
         case "drop": return .drop
         case "garbage": return .init(status: 200, text: "<html>")
         case "no keys": return .json(["keys": []])
+        // Redirects are not followed: a redirect must not choose where keys come from.
+        case "redirect": return .init(status: 302, headers: [("Location", "/oauth2/v3/certs")], text: "")
         default: return .init(status: 200, body: [UInt8](repeating: 0x20, count: (1 << 20) + 1))
         }
+    }
+
+    @Test func concurrentVerificationsOfAColdProviderShareOneFetch() throws {
+        let document = issuer.jwks
+        server.respond { _ in LoopbackHTTPServer.Response(status: 200, headers: [("Connection", "close")],
+                                                          body: document.serializedBytes(), delaySeconds: 0.2) }
+        let verifier = try verifier()
+        let token = token()
+        let results = CapturedLog()
+        let threads = 8
+        for _ in 0..<threads {
+            Thread.detach {
+                var failures = 0
+                for _ in 0..<10 where (try? verifier.verify(token, provider: .google, nonce: nil)) == nil { failures += 1 }
+                results.logger.info("done", ["failures": .number(failures)])
+            }
+        }
+        let deadline = monotonicSeconds() + 20
+        while results.lines.count < threads, monotonicSeconds() < deadline { usleep(10_000) }
+        #expect(results.lines.count == threads)
+        #expect(results.lines.allSatisfy { $0.contains(#""failures":0"#) })
+        #expect(server.requestCount == 1)
     }
 
     // MARK: the disk cache, for the next process
