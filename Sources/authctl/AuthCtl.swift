@@ -86,7 +86,7 @@ struct Arguments {
 
 enum AuthCtl {
     static var commands: [Command] {
-        FlowCommands.all
+        DevIDPCommands.all + FlowCommands.all
     }
 
     static func main(_ arguments: [String]) -> Never {

@@ -56,6 +56,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private var responder: Responder
     private var received: [Request] = []
     private var stopped = false
+    private var listenerClosed = false
     private var connections: Set<Int32> = []
 
     /// Starts listening on 127.0.0.1 with a port chosen by the system.
@@ -98,18 +99,25 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public var requests: [Request] { state.withLock { received } }
     public var requestCount: Int { state.withLock { received.count } }
 
+    /// Descriptors are shut down and closed only under the lock, and each exactly once: a number
+    /// closed here can be reused at once by another test's socket, which must never be touched.
     public func stop() {
-        let open: Set<Int32> = state.withLock {
-            guard !stopped else { return [] }
+        state.withLock {
+            guard !stopped else { return }
             stopped = true
-            return connections
+            // shutdown wakes the blocked accept(); the accept loop closes the listener itself.
+            if !listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
+        defer {
+            state.withLock {
+                listenerClosed = true
+                close(listener)
+            }
+        }
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
@@ -131,8 +139,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     private func serve(_ connection: Int32) {
         defer {
-            state.withLock { _ = connections.remove(connection) }
-            close(connection)
+            state.withLock {
+                _ = connections.remove(connection)
+                close(connection)
+            }
         }
         var buffer: [UInt8] = []
         while true {

@@ -65,6 +65,7 @@ public struct VerifiedIdentity: Sendable {
 ///    `iat`/`nbf` (TOKEN_NOT_YET_VALID), `nonce` (NONCE_REQUIRED, NONCE_MISMATCH), `sub` (MALFORMED_TOKEN).
 public final class IDTokenVerifier: Sendable {
     struct ProviderState: Sendable {
+        let issuers: [String]
         let audiences: [String]
         let keys: Result<ProviderKeyCache, AuthError>
     }
@@ -87,7 +88,7 @@ public final class IDTokenVerifier: Sendable {
             } catch {
                 keys = .failure(error)
             }
-            providers[name] = ProviderState(audiences: settings.audiences, keys: keys)
+            providers[name] = ProviderState(issuers: name.issuers, audiences: settings.audiences, keys: keys)
         }
         self.providers = providers
         clockSkew = configuration.clockSkew
@@ -113,7 +114,7 @@ public final class IDTokenVerifier: Sendable {
             throw AuthError(.invalidSignature, "the ID token's signature does not verify")
         }
         let claims = jws.payload
-        try IDTokenClaims.checkIssuer(claims, issuers: provider.issuers)
+        try IDTokenClaims.checkIssuer(claims, issuers: state.issuers)
         try IDTokenClaims.checkAudience(claims, audiences: state.audiences)
         try IDTokenClaims.checkTimes(claims, now: clock.now(), skew: clockSkew)
         try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: requireNonce)

@@ -64,36 +64,54 @@ public enum Base64 {
     }
 
     static func decode(_ input: [UInt8], table: [UInt8], padded: Bool) -> [UInt8]? {
-        var symbols = input[...]
+        var count = input.count
         if padded {
-            guard input.count % 4 == 0 else { return nil }
-            if symbols.last == UInt8(ascii: "=") { symbols = symbols.dropLast() }
-            if symbols.last == UInt8(ascii: "=") { symbols = symbols.dropLast() }
+            guard count % 4 == 0 else { return nil }
+            if count > 0, input[count - 1] == UInt8(ascii: "=") { count -= 1 }
+            if count > 0, input[count - 1] == UInt8(ascii: "=") { count -= 1 }
         }
-        let count = symbols.count
-        if count % 4 == 1 { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        var lastValue: UInt8 = 0
-        for symbol in symbols {
-            let value = table[Int(symbol)]
-            if value == 0xFF { return nil }
-            lastValue = value
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        let tail = count % 4
+        if tail == 1 { return nil }
+        let outputCount = count / 4 * 3 + (tail == 0 ? 0 : tail - 1)
+        // Every ID token verification decodes three parts, so this works on whole 4-symbol blocks
+        // through raw buffers. Alphabet values are below 64; the table marks other bytes 0xFF, so
+        // OR-ing every looked-up value and testing the top bits finds any invalid symbol at the end.
+        var invalid: UInt8 = 0
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
+            table.withUnsafeBufferPointer { table in
+                input.withUnsafeBufferPointer { symbols in
+                    var inputIndex = 0
+                    var outputIndex = 0
+                    while inputIndex + 4 <= count {
+                        let a = table[Int(symbols[inputIndex])], b = table[Int(symbols[inputIndex + 1])]
+                        let c = table[Int(symbols[inputIndex + 2])], d = table[Int(symbols[inputIndex + 3])]
+                        invalid |= a | b | c | d
+                        let chunk = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                        buffer[outputIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
+                        buffer[outputIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+                        buffer[outputIndex + 2] = UInt8(truncatingIfNeeded: chunk)
+                        inputIndex += 4
+                        outputIndex += 3
+                    }
+                    // Canonical form: the bits left over in the final symbol must be zero.
+                    if tail >= 2 {
+                        let a = table[Int(symbols[inputIndex])], b = table[Int(symbols[inputIndex + 1])]
+                        invalid |= a | b
+                        buffer[outputIndex] = a << 2 | b >> 4
+                        if tail == 3 {
+                            let c = table[Int(symbols[inputIndex + 2])]
+                            invalid |= c
+                            buffer[outputIndex + 1] = b << 4 | c >> 2
+                            if c & 0b11 != 0 { invalid |= 0xFF }
+                        } else if b & 0b1111 != 0 {
+                            invalid |= 0xFF
+                        }
+                    }
+                }
             }
+            initialized = outputCount
         }
-        // Canonical form: the bits left over in the final symbol must be zero.
-        if bits > 0 {
-            let mask: UInt8 = bits == 2 ? 0b11 : 0b1111
-            if lastValue & mask != 0 { return nil }
-        }
-        return output
+        return invalid & 0xC0 == 0 ? output : nil
     }
 }
 

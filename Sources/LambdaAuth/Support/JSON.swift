@@ -157,7 +157,10 @@ struct JSONParser {
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
         index += 1
-        var members: [String: JSONValue] = [:]
+        // The document's own object (a token payload, a request body) gets room for its usual
+        // members up front instead of rehashing as it grows; nested objects, often tiny and
+        // numerous (DynamoDB JSON), start empty.
+        var members = depth == 1 ? [String: JSONValue](minimumCapacity: 16) : [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -245,16 +248,21 @@ struct JSONParser {
         index += 1
         let start = index
         // Fast path: no escapes, valid UTF-8.
+        var highBits: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = bytes[start..<index]
                 index += 1
+                // ASCII (the usual case: member names, ids, URLs) is valid UTF-8 by construction;
+                // the generic validating initialiser costs more than the rest of the parse.
+                if highBits & 0x80 == 0 { return String(decoding: slice, as: UTF8.self) }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     throw fail("invalid UTF-8 in string")
                 }
                 return text
             }
+            highBits |= byte
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in string") }
             index += 1

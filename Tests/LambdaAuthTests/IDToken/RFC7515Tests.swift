@@ -1,3 +1,4 @@
+import Crypto
 import LambdaAuth
 import LambdaAuthTestSupport
 import Testing
@@ -41,6 +42,16 @@ import Testing
         } catch {
             #expect(error.code == .unsupportedAlgorithm)
         }
+    }
+
+    @Test func ourOwnES256TokensPassTheSameGenericCheck() throws {
+        let signingKey = P256.Signing.PrivateKey()
+        let token = try JWSSigner.signES256(payload: ["sub": "user-1"], keyID: "access-1", key: signingKey)
+        let jws = try CompactJWS(parsing: token)
+        #expect(jws.signature.count == 64 && jws.keyID == "access-1")
+        try jws.verifySignature(with: JSONWebKey(keyID: "access-1", material: .p256(signingKey.publicKey)))
+        let other = JSONWebKey(keyID: "access-1", material: .p256(P256.Signing.PrivateKey().publicKey))
+        #expect(throws: AuthError.self) { try jws.verifySignature(with: other) }
     }
 
     @Test(arguments: ProviderName.allCases)

@@ -14,13 +14,13 @@ public enum IDTokenClaims {
 
     /// INVALID_AUDIENCE unless `aud` (a string, or an array of strings) names an accepted audience.
     public static func checkAudience(_ payload: [String: JSONValue], audiences: [String]) throws(AuthError) {
-        let named: [String]
+        let accepted: Bool
         switch payload["aud"] {
-        case .string(let audience)?: named = [audience]
-        case .array(let list)?: named = list.compactMap(\.stringValue)
-        default: named = []
+        case .string(let audience)?: accepted = audiences.contains(audience)
+        case .array(let list)?: accepted = list.contains { $0.stringValue.map(audiences.contains) ?? false }
+        default: accepted = false
         }
-        guard named.contains(where: audiences.contains) else {
+        guard accepted else {
             throw AuthError(.invalidAudience, "the token's audience is not one of the accepted client IDs")
         }
     }
@@ -34,14 +34,17 @@ public enum IDTokenClaims {
         if expiry <= now - tolerance {
             throw AuthError(.tokenExpired, "the ID token expired at \(describeInstant(expiry))")
         }
-        for name in ["iat", "nbf"] {
-            guard let value = payload[name] else { continue }
-            guard let instant = value.doubleValue else {
-                throw AuthError(.malformedToken, "the token's \(name) must be a number")
-            }
-            if instant > now + tolerance {
-                throw AuthError(.tokenNotYetValid, "the ID token is not valid before \(describeInstant(instant)) (\(name))")
-            }
+        try checkNotBefore(payload["iat"], name: "iat", latest: now + tolerance)
+        try checkNotBefore(payload["nbf"], name: "nbf", latest: now + tolerance)
+    }
+
+    static func checkNotBefore(_ value: JSONValue?, name: String, latest: Double) throws(AuthError) {
+        guard let value else { return }
+        guard let instant = value.doubleValue else {
+            throw AuthError(.malformedToken, "the token's \(name) must be a number")
+        }
+        if instant > latest {
+            throw AuthError(.tokenNotYetValid, "the ID token is not valid before \(describeInstant(instant)) (\(name))")
         }
     }
 

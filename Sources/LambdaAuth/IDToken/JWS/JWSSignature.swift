@@ -9,12 +9,12 @@ extension CompactJWS {
     /// Header checks that come before any key is looked up: no `crit` (we understand no
     /// extension, so RFC 7515 §4.1.11 obliges us to refuse), and an `alg` among `allowed`.
     /// `none`, HS* and everything else are UNSUPPORTED_ALGORITHM.
-    public func checkAlgorithm(allowed: Set<JWSAlgorithm>) throws(AuthError) -> JWSAlgorithm {
+    public func checkAlgorithm(allowed: [JWSAlgorithm]) throws(AuthError) -> JWSAlgorithm {
         if header["crit"] != nil {
             throw AuthError(.unsupportedAlgorithm, "the token has a crit header, which is not supported")
         }
         guard let name = algorithm, let algorithm = JWSAlgorithm(rawValue: name), allowed.contains(algorithm) else {
-            let names = allowed.map(\.rawValue).sorted().joined(separator: ", ")
+            let names = allowed.map(\.rawValue).joined(separator: ", ")
             throw AuthError(.unsupportedAlgorithm, "the token's alg must be \(names)")
         }
         return algorithm

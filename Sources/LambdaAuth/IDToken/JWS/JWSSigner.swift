@@ -13,12 +13,26 @@ public enum JWSSigner {
     /// and, when given, `kid`; anything else in it is kept as is.
     public static func signRS256(header: [String: JSONValue] = [:], payload: [String: JSONValue],
                                  keyID: String?, key: _RSA.Signing.PrivateKey) throws -> String {
+        try sign(header: header, payload: payload, keyID: keyID, algorithm: .rs256) { digest in
+            Array(try key.signature(for: digest, padding: .insecurePKCS1v1_5).rawRepresentation)
+        }
+    }
+
+    /// An ES256 token (ECDSA P-256 with SHA-256, RFC 7518 §3.4): the signature is r || s, not DER.
+    public static func signES256(header: [String: JSONValue] = [:], payload: [String: JSONValue],
+                                 keyID: String?, key: P256.Signing.PrivateKey) throws -> String {
+        try sign(header: header, payload: payload, keyID: keyID, algorithm: .es256) { digest in
+            Array(try key.signature(for: digest).rawRepresentation)
+        }
+    }
+
+    static func sign(header: [String: JSONValue], payload: [String: JSONValue], keyID: String?, algorithm: JWSAlgorithm,
+                     signature: (SHA256Digest) throws -> [UInt8]) throws -> String {
         var header = header
-        header["alg"] = "RS256"
+        header["alg"] = .string(algorithm.rawValue)
         if let keyID { header["kid"] = .string(keyID) }
         let input = signingInput(header: .object(header), payload: .object(payload))
-        let signature = try key.signature(for: SHA256.hash(data: Array(input.utf8)), padding: .insecurePKCS1v1_5)
-        return input + "." + Base64.urlEncoded(signature.rawRepresentation)
+        return input + "." + Base64.urlEncoded(try signature(SHA256.hash(data: Array(input.utf8))))
     }
 }
 
