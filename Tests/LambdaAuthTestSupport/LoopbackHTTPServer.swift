@@ -104,12 +104,14 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             stopped = true
             return connections
         }
+        // Only shut down: the accept thread closes the descriptor when it leaves, so that the
+        // number cannot be reused by another server while this thread may still accept on it.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
         for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
+        defer { close(listener) }
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
