@@ -9,7 +9,7 @@ DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin
 EVENT ?=
 
-.PHONY: build test demo bench invoke clean package package-check
+.PHONY: build test demo bench invoke clean package package-check lint-infra
 
 build:
 	$(SWIFT) build $(RELEASE_FLAGS)
@@ -17,6 +17,7 @@ build:
 test:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) lint-infra
 	$(MAKE) package
 
 # dist/<handler>.zip, each holding a stripped static-stdlib executable named bootstrap; checked
@@ -34,6 +35,9 @@ package:
 package-check:
 	Infra/check-package.sh --self-test
 	Infra/check-package.sh dist
+
+lint-infra:
+	cfn-lint Infra/template.yaml
 
 demo: build
 	@echo "make demo: the sign-in flow is not built yet"
