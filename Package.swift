@@ -43,6 +43,8 @@ let package = Package(
             name: "auth-bench",
             dependencies: [
                 "LambdaAuth",
+                // The loopback Runtime API peer and process runner, shared with the tests.
+                "LambdaAuthTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]

@@ -99,15 +99,19 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public var requestCount: Int { state.withLock { received.count } }
 
     public func stop() {
-        let open: Set<Int32> = state.withLock {
-            guard !stopped else { return [] }
+        // Only the first call touches descriptors: by a later one (deinit) they may be closed
+        // and their numbers reused by another server. Connections are shut down under the lock,
+        // which their threads take before closing them, for the same reason.
+        let first: Bool = state.withLock {
+            guard !stopped else { return false }
             stopped = true
-            return connections
+            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+            return true
         }
+        guard first else { return }
         // Only shut down: the accept thread closes the descriptor when it leaves, so that the
         // number cannot be reused by another server while this thread may still accept on it.
         shutdown(listener, Int32(SHUT_RDWR))
-        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
