@@ -13,6 +13,14 @@ public struct RuntimeLoop: Sendable {
     let configuration: AuthConfiguration
     let logger: Logger
 
+    /// A loop around an already built handler (`run` builds one from the environment).
+    public init(client: RuntimeAPIClient, handler: any RequestHandler, configuration: AuthConfiguration, logger: Logger) {
+        self.client = client
+        self.handler = handler
+        self.configuration = configuration
+        self.logger = logger
+    }
+
     /// Builds everything, then serves events until the Runtime API goes away. Returns the exit
     /// status (always non-zero: a healthy loop never ends).
     public static func run(name: String, address: String, environment: [String: String],
@@ -60,7 +68,7 @@ public struct RuntimeLoop: Sendable {
 
     /// One event: a contract error is an ordinary response; only an unexpected failure or an
     /// unpostable response becomes an `/error` post. Either way the loop goes on.
-    func serve(_ invocation: RuntimeAPIClient.Invocation) throws(RuntimeAPIClient.Failure) {
+    public func serve(_ invocation: RuntimeAPIClient.Invocation) throws(RuntimeAPIClient.Failure) {
         let logger = self.logger.with(requestID: invocation.requestID)
         exportTraceID(invocation.traceID)
         logger.debug("invocation started", [
