@@ -56,8 +56,10 @@ public struct RuntimeLoop: Sendable {
     /// variable (configuration errors never contain its value).
     static func failInit(client: RuntimeAPIClient, logger: Logger, error: AuthError, handlerName: String) -> Int32 {
         let type = error.code == .configError ? "Runtime.ConfigError" : "Runtime.InitError"
-        logger.error("initialisation failed", ["handler": .string(handlerName), "code": .string(error.code.rawValue),
-                                              "reason": .string(error.message)])
+        var fields: [String: JSONValue] = ["handler": .string(handlerName), "code": .string(error.code.rawValue),
+                                           "reason": .string(error.message)]
+        if let detail = error.detail { fields["detail"] = .string(detail) }
+        logger.error("initialisation failed", fields)
         do {
             try client.reportInitError(RuntimeAPIClient.ErrorReport(type: type, message: error.message))
         } catch {

@@ -67,4 +67,19 @@ import Testing
                     "log line without its request id: \(entry.serialized())")
         }
     }
+
+    @Test func aHandlerThatCannotBeBuiltIsAnInitError() throws {
+        let peer = try RuntimeAPIPeer()
+        defer { peer.stop() }
+        let status = RuntimeLoop.run(name: "test", address: peer.address, environment: ["AUTH_LOG_LEVEL": "error"]) { _, _ in
+            throw AuthError(.configError, "AUTH_SIGNING_KEY is not a PEM P-256 private key")
+        }
+        #expect(status != 0)
+        let posts = peer.posts
+        try #require(posts.count == 1)
+        #expect(posts[0].kind == .initError)
+        #expect(posts[0].errorType == "Runtime.ConfigError")
+        #expect(posts[0].json?["errorMessage"] == "AUTH_SIGNING_KEY is not a PEM P-256 private key")
+        #expect(peer.nextRequestTimes.isEmpty)
+    }
 }
