@@ -1,18 +1,43 @@
 # lambda-auth: the two commands are `make demo` and `make test`.
 SWIFT ?= swift
+# Release binaries are the shipped ones: Swift runtime linked in, libm calls bound to versions
+# that glibc 2.34 (provided.al2023) has. See Infra/README.md.
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --wrap=hypotf
+HANDLERS := signin refresh link-provider
 BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin
 EVENT ?=
 
-.PHONY: build test demo bench invoke clean
+.PHONY: build test demo bench invoke clean package package-check lint-infra
 
 build:
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 test:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) lint-infra
+	$(MAKE) package
+
+# dist/<handler>.zip, each holding a stripped static-stdlib executable named bootstrap; checked
+# for provided.al2023 before it counts as built.
+package:
+	for handler in $(HANDLERS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$handler || exit 1; done
+	rm -rf dist && mkdir -p dist
+	for handler in $(HANDLERS); do \
+		mkdir -p dist/$$handler && strip -o dist/$$handler/bootstrap $(BIN)/$$handler && \
+		(cd dist/$$handler && zip -q -X ../$$handler.zip bootstrap) && rm -rf dist/$$handler || exit 1; \
+	done
+	$(MAKE) package-check
+
+# Symbol versions, shared libraries, no Foundation, and each unzipped bootstrap answering an event.
+package-check:
+	Infra/check-package.sh --self-test
+	Infra/check-package.sh dist
+
+lint-infra:
+	cfn-lint Infra/template.yaml
 
 demo: build
 	@echo "make demo: the sign-in flow is not built yet"

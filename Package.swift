@@ -23,10 +23,13 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // Symbol-version wrappers for the shipped binaries (Infra/README.md, "Symbol versions").
+        .target(name: "CGlibcCompat"),
         .target(
             name: "LambdaAuth",
             dependencies: [
                 "CCurl",
+                "CGlibcCompat",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
@@ -40,6 +43,8 @@ let package = Package(
             name: "auth-bench",
             dependencies: [
                 "LambdaAuth",
+                // The loopback Runtime API peer and process runner, shared with the tests.
+                "LambdaAuthTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]

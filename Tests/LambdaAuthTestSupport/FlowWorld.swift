@@ -115,7 +115,7 @@ public func runSimultaneously<T: Sendable>(_ count: Int, _ job: @escaping @Senda
     nonisolated(unsafe) var results = [T?](repeating: nil, count: count)
     nonisolated(unsafe) var finished = 0
     for index in 0..<count {
-        Thread.detach {
+        BackgroundThread.detach {
             let result = job(index)
             lock.withLock {
                 results[index] = result

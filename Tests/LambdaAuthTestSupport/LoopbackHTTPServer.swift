@@ -83,7 +83,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         listener = descriptor
         port = UInt16(bigEndian: address.sin_port)
-        Thread.detach { [self] in acceptLoop() }
+        BackgroundThread.detach { [self] in acceptLoop() }
     }
 
     deinit { stop() }
@@ -133,7 +133,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 close(connection)
                 return
             }
-            Thread.detach { [self] in serve(connection) }
+            BackgroundThread.detach { [self] in serve(connection) }
         }
     }
 

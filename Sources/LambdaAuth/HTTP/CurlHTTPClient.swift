@@ -42,8 +42,10 @@ public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
         _ = lambda_auth_curl_setopt_long(curl, CURLOPT_NOSIGNAL, 1)
         _ = lambda_auth_curl_setopt_long(curl, CURLOPT_FOLLOWLOCATION, 0)
         _ = lambda_auth_curl_setopt_long(curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
-        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(request.timeout * 1000))
-        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_CONNECTTIMEOUT_MS, Int(min(request.timeout, 3) * 1000))
+        // A timeout of zero or less means none (the Runtime API's /next blocks until an event comes).
+        let hasTimeout = request.timeout > 0
+        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_TIMEOUT_MS, hasTimeout ? Int(request.timeout * 1000) : 0)
+        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_CONNECTTIMEOUT_MS, Int((hasTimeout ? min(request.timeout, 3) : 3) * 1000))
         _ = lambda_auth_curl_setopt_off_t(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseBytes))
         _ = lambda_auth_curl_setopt_string(curl, CURLOPT_CUSTOMREQUEST, request.method)
         if request.method == "HEAD" { _ = lambda_auth_curl_setopt_long(curl, CURLOPT_NOBODY, 1) }

@@ -4,7 +4,7 @@ public struct HTTPRequest: Sendable {
     public var url: String
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
-    /// Whole-request timeout in seconds.
+    /// Whole-request timeout in seconds; zero or less means none.
     public var timeout: Double
     /// A response body larger than this is refused (the transfer is aborted).
     public var maximumResponseBytes: Int

@@ -12,9 +12,8 @@ public enum HandlerMain {
     public static func run(name: String, arguments: [String] = CommandLine.arguments, factory: @escaping Factory) -> Never {
         let environment = Environment.current()
         let bootLogger = Logger(minimumLevel: LogLevel(name: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
-        if environment["AWS_LAMBDA_RUNTIME_API"] != nil {
-            bootLogger.error("the Lambda Runtime API loop is not built yet", ["handler": .string(name)])
-            exit(1)
+        if let address = environment["AWS_LAMBDA_RUNTIME_API"] {
+            exit(RuntimeLoop.run(name: name, address: address, environment: environment, factory: factory))
         }
         let eventBytes: [UInt8]
         do {
@@ -45,27 +44,62 @@ public enum HandlerMain {
         let response: InvocationResponse
         switch decoded.request {
         case .failure(let error):
-            context.logger.info("request refused", ["code": .string(error.code.rawValue)])
-            response = InvocationResponse(error: error)
+            response = refuse(error, context: context)
         case .success(let request):
             response = handle(request, context: context, configuration: configuration, factory: factory)
         }
         return EventCodec.encode(response, kind: decoded.kind)
     }
 
-    /// Runs the handler, turning every thrown error into the contract's error response.
+    /// Runs the handler, turning every thrown error into the contract's error response (stdin
+    /// mode: an unexpected failure is INTERNAL, as there is nobody else to tell).
     public static func handle(_ request: InvocationRequest, context: InvocationContext,
                               configuration: AuthConfiguration, factory: Factory) -> InvocationResponse {
         do {
-            let handler = try factory(configuration, context.logger)
-            return try handler.handle(request, context: context)
+            return try respond(to: request, context: context, testMode: configuration.testMode) {
+                try factory(configuration, context.logger)
+            }
         } catch {
-            let authError = AuthError.from(error)
-            var fields: [String: JSONValue] = ["code": .string(authError.code.rawValue)]
-            if let detail = authError.detail { fields["detail"] = .string(detail) }
-            context.logger.log(authError.status >= 500 ? .error : .info, authError.message, fields)
-            return InvocationResponse(error: authError)
+            return errorResponse(AuthError.from(error.underlying), context: context)
         }
+    }
+
+    /// A thrown error that is not the contract's: the Runtime API loop reports it to Lambda.
+    public struct UnexpectedFailure: Error {
+        public let underlying: any Error
+    }
+
+    /// With `AUTH_TEST_MODE=1` only, a request carrying `"_testFault": "throw"` fails like a bug
+    /// would, so that tests can drive the unexpected-failure path of a real process.
+    struct InjectedTestFault: Error, CustomStringConvertible {
+        var description: String { "the _testFault hook threw (AUTH_TEST_MODE=1)" }
+    }
+
+    /// The invocation path that stdin mode and the Runtime API loop share: contract errors
+    /// (AuthError, AuthErrorConvertible) become responses, anything else is thrown.
+    public static func respond(to request: InvocationRequest, context: InvocationContext, testMode: Bool,
+                               handler makeHandler: () throws -> any RequestHandler) throws(UnexpectedFailure) -> InvocationResponse {
+        do {
+            if testMode, request.body["_testFault"] == "throw" { throw InjectedTestFault() }
+            return try makeHandler().handle(request, context: context)
+        } catch let error where error is AuthError || error is any AuthErrorConvertible {
+            return errorResponse(AuthError.from(error), context: context)
+        } catch {
+            throw UnexpectedFailure(underlying: error)
+        }
+    }
+
+    /// An event that could not be decoded into a request.
+    public static func refuse(_ error: AuthError, context: InvocationContext) -> InvocationResponse {
+        context.logger.info("request refused", ["code": .string(error.code.rawValue)])
+        return InvocationResponse(error: error)
+    }
+
+    static func errorResponse(_ authError: AuthError, context: InvocationContext) -> InvocationResponse {
+        var fields: [String: JSONValue] = ["code": .string(authError.code.rawValue)]
+        if let detail = authError.detail { fields["detail"] = .string(detail) }
+        context.logger.log(authError.status >= 500 ? .error : .info, authError.message, fields)
+        return InvocationResponse(error: authError)
     }
 
     static func readEvent(arguments: [String]) throws(FileSystem.Failure) -> [UInt8] {

@@ -81,8 +81,19 @@ public final class RunningProcess: @unchecked Sendable {
             envp.forEach { free($0) }
             posix_spawn_file_actions_destroy(&actions)
         }
+        // The test runner's threads block most signals, and a spawned child would inherit that
+        // mask (a SIGTERM would then never arrive): children start as Lambda starts them.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        var emptySet = sigset_t(), defaultSet = sigset_t()
+        sigemptyset(&emptySet)
+        sigfillset(&defaultSet)
+        posix_spawnattr_setsigmask(&attributes, &emptySet)
+        posix_spawnattr_setsigdefault(&attributes, &defaultSet)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        defer { posix_spawnattr_destroy(&attributes) }
         var child = pid_t()
-        let result = posix_spawn(&child, command[0], &actions, nil, argv, envp)
+        let result = posix_spawn(&child, command[0], &actions, &attributes, argv, envp)
         precondition(result == 0, "posix_spawn \(executable) failed: \(result)")
         pid = child
         close(stdinPipe[0]); close(stdoutPipe[1]); close(stderrPipe[1])
@@ -95,7 +106,7 @@ public final class RunningProcess: @unchecked Sendable {
     public func finish(stdin: [UInt8] = []) -> ProcessRunner.Output {
         let input = stdin
         let writer = stdinWrite
-        Thread.detach {
+        BackgroundThread.detach {
             var offset = 0
             while offset < input.count {
                 let written = input.withUnsafeBytes { write(writer, $0.baseAddress! + offset, $0.count - offset) }
@@ -127,7 +138,7 @@ final class Collector: @unchecked Sendable {
     private var finished = false
 
     init(_ descriptor: Int32) {
-        Thread.detach { [self] in
+        BackgroundThread.detach { [self] in
             let bytes = Collector.readAll(descriptor)
             done.withLock {
                 output = bytes

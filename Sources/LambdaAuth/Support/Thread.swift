@@ -4,7 +4,7 @@ import Glibc
 
 /// Detached pthreads for the few background jobs of a synchronous program (draining a child's
 /// pipes, serving a loopback test server): they must not depend on Swift concurrency's pool.
-public enum Thread {
+public enum BackgroundThread {
     final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }

@@ -192,7 +192,7 @@ final class JWKSCacheTests {
         let results = CapturedLog()
         let threads = 8
         for _ in 0..<threads {
-            Thread.detach {
+            BackgroundThread.detach {
                 var failures = 0
                 for _ in 0..<10 where (try? verifier.verify(token, provider: .google, nonce: nil)) == nil { failures += 1 }
                 results.logger.info("done", ["failures": .number(failures)])
