@@ -1,3 +1,4 @@
+import Crypto
 import LambdaAuth
 #if canImport(Glibc)
 import Glibc
@@ -80,17 +81,17 @@ public final class FlowWorld: @unchecked Sendable {
 
     public var logs: [String] { lock.withLock { collectedLogs } }
 
-    /// Every file under the store, with its bytes, to prove a request changed nothing.
-    public func storeSnapshot() -> [String: [UInt8]] {
-        var snapshot: [String: [UInt8]] = [:]
+    /// Every file under the store with the SHA-256 of its bytes, to prove a request changed nothing.
+    public func storeSnapshot() -> [String: String] {
+        var snapshot: [String: String] = [:]
         func walk(_ path: String, _ relative: String) {
             var status = stat()
             guard lstat(path, &status) == 0 else { return }
             if status.st_mode & S_IFMT == S_IFDIR {
-                snapshot[relative + "/"] = []
+                snapshot[relative + "/"] = "directory"
                 for name in (try? FileSystem.listDirectory(path)) ?? [] { walk(path + "/" + name, relative + "/" + name) }
             } else {
-                snapshot[relative] = (try? FileSystem.readFile(path)) ?? []
+                snapshot[relative] = Array(SHA256.hash(data: (try? FileSystem.readFile(path)) ?? [])).hexString
             }
         }
         walk(storeDirectory, "")

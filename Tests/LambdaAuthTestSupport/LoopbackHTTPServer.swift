@@ -62,7 +62,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     /// Starts listening on 127.0.0.1 with a port chosen by the system.
     public init(responder: @escaping Responder) throws {
         self.responder = responder
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw FileSystem.Failure(path: "socket", operation: "socket", errno: errno) }
         var reuse: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
@@ -124,6 +124,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 if errno == EINTR { continue }
                 return
             }
+            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             let accepted: Bool = state.withLock {
                 if stopped { return false }
                 connections.insert(connection)

@@ -127,6 +127,8 @@ public enum VerifierEnvironment {
             "AUTH_GOOGLE_JWKS_URL": googleJWKS,
             "AUTH_APPLE_JWKS_URL": appleJWKS ?? googleJWKS,
             "AUTH_CACHE_DIR": cacheDirectory,
+            // Never the default `.auth-store` in the working directory (the package root).
+            "AUTH_STORE": cacheDirectory + "/store",
         ]
         for (name, value) in extra { environment[name] = value }
         return environment

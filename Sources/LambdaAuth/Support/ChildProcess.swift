@@ -2,6 +2,9 @@
 import Glibc
 #endif
 
+/// Glibc's module map hides pipe2 (it needs _GNU_SOURCE); the symbol is there all the same.
+@_silgen_name("pipe2") private func systemPipe2(_ descriptors: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
 /// Runs executables as child processes with an exact environment: authctl uses it to invoke the
 /// handlers (invoke, demo, replay) and the tests use it to run them as Lambda and users do.
 public enum ProcessRunner {
@@ -62,7 +65,10 @@ public final class RunningProcess: @unchecked Sendable {
 
     init(executable: String, arguments: [String], environment: [String: String], workingDirectory: String?) {
         var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
-        precondition(pipe(&stdinPipe) == 0 && pipe(&stdoutPipe) == 0 && pipe(&stderrPipe) == 0)
+        // O_CLOEXEC: a child spawned at the same moment by another thread must not inherit these
+        // ends, or this child's stdin would never see end-of-file (dup2 into 0/1/2 clears the flag).
+        precondition(systemPipe2(&stdinPipe, O_CLOEXEC) == 0 && systemPipe2(&stdoutPipe, O_CLOEXEC) == 0
+            && systemPipe2(&stderrPipe, O_CLOEXEC) == 0)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)

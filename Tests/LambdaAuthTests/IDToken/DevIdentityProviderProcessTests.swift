@@ -91,7 +91,7 @@ final class DevIdentityProviderProcessTests {
         #expect(authctl(["dev-idp", "init", "--dir", idpDirectory]).exitCode == 0)
         let now = "1900000000"
         let environment = VerifierEnvironment.make(googleJWKS: jwksURL, cacheDirectory: directory,
-                                                   extra: ["AUTH_TEST_MODE": "1", "AUTH_NOW": now])
+                                                   extra: ["AUTH_TEST_MODE": "1", "AUTH_NOW": now, "AUTH_STORE": directory + "/store"])
         let valid = mint(["--provider", "google", "--sub", "user-7", "--email", "u@example.com",
                           "--aud", TestIssuer.googleAudience, "--iat", now])
         func signin(_ body: JSONValue) -> ProcessRunner.Output {
@@ -100,9 +100,9 @@ final class DevIdentityProviderProcessTests {
 
         let accepted = signin(["provider": "google", "idToken": .string(valid)])
         #expect(accepted.exitCode == 0)
-        #expect(accepted.json?["identity"]?["subject"] == "user-7")
-        #expect(accepted.json?["identity"]?["email"] == "u@example.com")
-        #expect(accepted.json?["identity"]?["emailVerified"] == true)
+        #expect(accepted.json?["user"]?["identities"]?.arrayValue?.first?["subject"] == "user-7")
+        #expect(accepted.json?["user"]?["email"] == "u@example.com")
+        #expect(accepted.json?["user"]?["emailVerified"] == true)
 
         let expired = mint(["--provider", "google", "--sub", "user-7", "--aud", TestIssuer.googleAudience,
                             "--iat", "1800000000"])
