@@ -134,6 +134,12 @@ struct LinkedIdentity: Sendable {
         return item
     }
 
+    /// Oldest link first; links made in the same second in the providers' declaration order.
+    static func linkOrder(_ lhs: LinkedIdentity, _ rhs: LinkedIdentity) -> Bool {
+        let order = ProviderName.allCases
+        return (lhs.linkedAt, order.firstIndex(of: lhs.provider)!) < (rhs.linkedAt, order.firstIndex(of: rhs.provider)!)
+    }
+
     var json: JSONValue {
         ["provider": .string(provider.rawValue), "subject": .string(subject),
          "email": email.map(JSONValue.string) ?? .null, "linkedAt": .string(Timestamps.format(linkedAt))]
@@ -285,7 +291,7 @@ struct UserView {
             "emailVerified": .bool(profile.emailVerified),
             "displayName": profile.displayName.map(JSONValue.string) ?? .null,
             "pictureUrl": profile.pictureURL.map(JSONValue.string) ?? .null,
-            "identities": .array(identities.sorted { ($0.linkedAt, $0.provider.rawValue) < ($1.linkedAt, $1.provider.rawValue) }.map(\.json)),
+            "identities": .array(identities.sorted(by: LinkedIdentity.linkOrder).map(\.json)),
             "createdAt": .string(Timestamps.format(profile.createdAt)),
             "lastSignInAt": .string(Timestamps.format(profile.lastSignInAt)),
         ]

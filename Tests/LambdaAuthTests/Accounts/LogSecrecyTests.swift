@@ -46,6 +46,11 @@ import Testing
         }
         secrets.append("not-a-real-token-but-still-secret")
 
+        // The development signing key and credentials secret created inside the store.
+        for key in [TableKey(pk: "DEV#SECRETS", sk: "ACCESS_TOKEN_SIGNING_KEY")] {
+            let pem = try #require(try world.table().getItem(key)?["pem"]?.stringValue)
+            secrets += pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
+        }
         let logs = world.logs.joined(separator: "\n")
         #expect(logs.contains("\"level\""), "the handlers logged nothing at debug level")
         for secret in secrets where secret.count >= 16 {
