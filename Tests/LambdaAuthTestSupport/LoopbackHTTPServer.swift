@@ -99,14 +99,15 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public var requestCount: Int { state.withLock { received.count } }
 
     public func stop() {
-        let open: Set<Int32> = state.withLock {
-            guard !stopped else { return [] }
+        // Only shut down, under the lock: the threads that own the descriptors close them. Closing
+        // here would free a descriptor number for another test's socket while the accept thread
+        // may still be about to use it (and a second stop() closed the other test's socket).
+        state.withLock {
+            guard !stopped else { return }
             stopped = true
-            return connections
+            shutdown(listener, Int32(SHUT_RDWR))
+            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
@@ -114,6 +115,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
                 if errno == EINTR { continue }
+                close(listener)
                 return
             }
             let accepted: Bool = state.withLock {
@@ -123,6 +125,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             }
             if !accepted {
                 close(connection)
+                close(listener)
                 return
             }
             Thread.detach { [self] in serve(connection) }
