@@ -61,7 +61,7 @@ public final class AuthServices: @unchecked Sendable {
             }
             issuer = LocalCredentialMinter(masterSecret: secret!, lifetime: configuration.credentialsTTL, random: random)
         case .sts:
-            issuer = try makeSTSCredentialIssuer(configuration: configuration, httpClient: httpClient, random: random)
+            issuer = try STSCredentialIssuer(configuration: configuration)
         }
         lock.withLock { cachedCredentialIssuer = issuer }
         return issuer

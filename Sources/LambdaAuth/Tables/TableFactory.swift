@@ -4,7 +4,7 @@ public func makeTable(_ configuration: AuthConfiguration, clock: any Clock) thro
     switch configuration.store {
     case .local(let directory):
         return LocalTable(directory: directory, clock: clock)
-    case .dynamoDB(let table):
-        throw AuthError(.configError, "AUTH_STORE=dynamodb:\(table): the DynamoDB client is not built in this version")
+    case .dynamoDB:
+        return try DynamoDBTable(configuration: configuration, clock: clock)
     }
 }
