@@ -50,6 +50,12 @@ public final class AuthServices: @unchecked Sendable {
         try accessTokenIssuer(create: false, logger: Logger(minimumLevel: .error))?.key
     }
 
+    /// The development credentials secret kept in the local store, if one was created; never creates one.
+    public func existingDevCredentialsSecret() throws(AuthError) -> String? {
+        try DevSecrets.credentialsSecret(in: table, create: false, now: clock.nowSeconds, random: random,
+                                         logger: Logger(minimumLevel: .error))
+    }
+
     func credentialIssuer(logger: Logger) throws(AuthError) -> any CredentialIssuer {
         if let cached = lock.withLock({ cachedCredentialIssuer }) { return cached }
         let issuer: any CredentialIssuer
