@@ -71,6 +71,10 @@ public struct RuntimeLoop: Sendable {
     /// One event: a contract error is an ordinary response; only an unexpected failure or an
     /// unpostable response becomes an `/error` post. Either way the loop goes on.
     public func serve(_ invocation: RuntimeAPIClient.Invocation) throws(RuntimeAPIClient.Failure) {
+        try CurrentInvocation.serving(invocation.requestID) { () throws(RuntimeAPIClient.Failure) in try serveNow(invocation) }
+    }
+
+    func serveNow(_ invocation: RuntimeAPIClient.Invocation) throws(RuntimeAPIClient.Failure) {
         let logger = self.logger.with(requestID: invocation.requestID)
         exportTraceID(invocation.traceID)
         logger.debug("invocation started", [

@@ -73,7 +73,7 @@ public struct Logger: Sendable {
         object["timestamp"] = .string(String(stamp))
         object["level"] = .string(level.name)
         object["message"] = .string(message)
-        if let requestID { object["requestId"] = .string(requestID) }
+        if let requestID = requestID ?? CurrentInvocation.requestID { object["requestId"] = .string(requestID) }
         sink(JSONValue.object(object).serialized())
     }
 
@@ -81,4 +81,21 @@ public struct Logger: Sendable {
     public func info(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.info, message, fields) }
     public func warning(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.warning, message, fields) }
     public func error(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.error, message, fields) }
+}
+
+/// The request a resident process is serving now. Components built once per process (the JWKS
+/// cache, the store) keep the logger they were built with; their lines still carry the request id
+/// of the invocation they happen in, because a handler serves one invocation at a time.
+public enum CurrentInvocation {
+    private static let lock = Mutex()
+    nonisolated(unsafe) private static var current: String?
+
+    public static var requestID: String? { lock.withLock { current } }
+
+    /// Runs `body` with `requestID` as the current request.
+    public static func serving<T, E: Error>(_ requestID: String, _ body: () throws(E) -> T) throws(E) -> T {
+        lock.withLock { current = requestID }
+        defer { lock.withLock { current = nil } }
+        return try body()
+    }
 }
