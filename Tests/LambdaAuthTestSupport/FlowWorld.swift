@@ -29,7 +29,13 @@ public final class FlowWorld: @unchecked Sendable {
     deinit { TestSupport.removeTree(directory) }
 
     public var storeDirectory: String { environment["AUTH_STORE"]! }
-    public var now: Int64 { google.now }
+    /// The handlers' fixed clock; tokens are minted at the issuers' own fixed time.
+    public var now: Int64 { Int64(environment["AUTH_NOW"]!)! }
+
+    /// Moves the handlers' clock (tokens stay valid for an hour after the issuers' time).
+    public func advanceClock(by seconds: Int64) {
+        environment["AUTH_NOW"] = String(now + seconds)
+    }
 
     /// The local store, opened in-process to inspect what the handlers wrote.
     public func table() -> any Table { LocalTable(directory: storeDirectory, clock: FixedClock(Double(now))) }

@@ -158,6 +158,14 @@ struct SessionOpener {
             guard let reasons = try services.table.transact(actions) else {
                 for evictedID in evicted {
                     logger.info("session evicted by the session limit", ["userId": .string(userID), "sessionId": .string(evictedID)])
+                    // The session is already revoked, which stops its tokens; marking them too keeps
+                    // the store telling the truth. A failure here changes nothing for the caller.
+                    do {
+                        try SessionRevocation(services: services).revoke(userID: userID, sessionID: evictedID)
+                    } catch {
+                        logger.warning("could not mark an evicted session's tokens revoked",
+                                       ["sessionId": .string(evictedID), "code": .string(error.code.rawValue)])
+                    }
                 }
                 return Opened(user: user, session: session, tokens: tokens)
             }
