@@ -7,7 +7,7 @@ struct BenchSection {
 
 enum BenchSections {
     /// Each concern adds its section here.
-    static var all: [BenchSection] { [] }
+    static var all: [BenchSection] { [StoreBench.section] }
 }
 
 /// Rows of `measurement | value | unit | target`, printed as one aligned table.

@@ -86,7 +86,7 @@ struct Arguments {
 
 enum AuthCtl {
     static var commands: [Command] {
-        [] // concerns add their commands here
+        StoreCommands.all // concerns add their commands here
     }
 
     static func main(_ arguments: [String]) -> Never {
