@@ -1,5 +1,8 @@
 import Crypto
 import LambdaAuth
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Fills a store with realistic users, as the flows would have written them: PROFILE, the identity
 /// link (both sides), the email index, a session and an ACTIVE refresh token each.
@@ -26,20 +29,22 @@ enum LargeStoreFixture {
         ]
     }
 
+    /// Through the import path (`authctl store import`), as a user would fill a store.
     static func fill(directory: String, users: Int) {
-        let table = LocalTable(directory: directory, clock: SystemClock())
+        let file = directory + ".fixture.jsonl"
+        defer { FileSystem.removeTree(file) }
         let now = SystemClock().nowSeconds
-        var batch: [TransactWriteAction] = []
+        var lines: [UInt8] = []
         for index in 0..<users {
-            for item in items(forUser: index, now: now) { batch.append(.put(item)) }
-            if batch.count >= 96 || index == users - 1 {
-                do {
-                    try table.transactWrite(batch)
-                } catch {
-                    fatalError("bench: filling the store failed: \(error)")
-                }
-                batch.removeAll(keepingCapacity: true)
-            }
+            for item in items(forUser: index, now: now) { lines += TableTransfer.line(item) }
+        }
+        do {
+            try FileSystem.writeAtomically(file, lines, durable: false)
+            let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+            defer { close(descriptor) }
+            _ = try TableTransfer.importLines(from: descriptor, path: file, into: LocalTable(directory: directory, clock: SystemClock()))
+        } catch {
+            fatalError("bench: filling the store failed: \(error)")
         }
     }
 }

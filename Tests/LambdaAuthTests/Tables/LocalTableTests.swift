@@ -77,10 +77,10 @@ import Glibc
             var item = TableKey(pk: "USER#a/b", sk: "PROFILE").item
             item["email"] = .s("a@example.com")
             try table.importBatch([item])
-            let path = StoreLayout(root: directory).itemPath(TableKey(pk: "USER#a/b", sk: "PROFILE"))
-            #expect(path.contains("/USER#a%2Fb/PROFILE.json"))
+            let path = StoreLayout(root: directory).partitionPath("USER#a/b")
+            #expect(path.hasSuffix("/USER#a%2Fb.json"))
             let stored = try JSONValue.parse(FileSystem.readFile(path))
-            #expect(stored["email"] == ["S": "a@example.com"])
+            #expect(stored["Items"]?.arrayValue?.first?["email"] == ["S": "a@example.com"])
         }
     }
 
@@ -130,7 +130,8 @@ import Glibc
     @Test func aDamagedItemFileIsReportedWithItsPath() throws {
         try withStore { directory, table in
             try table.importBatch([TableKey(pk: "USER#1", sk: "PROFILE").item, TableKey(pk: "USER#1", sk: "SESSION#1").item])
-            let path = StoreLayout(root: directory).itemPath(TableKey(pk: "USER#1", sk: "PROFILE"))
+            #expect(try table.getItem(TableKey(pk: "USER#1", sk: "SESSION#1")) != nil)
+            let path = StoreLayout(root: directory).partitionPath("USER#1")
             try FileSystem.writeAtomically(path, Array(#"{"PK": {"S": "USER#1"}, "SK": "#.utf8))
             for read in [{ _ = try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) },
                          { _ = try table.query(QueryRequest(keyCondition: "PK = :p", attributes: .init(values: [":p": .s("USER#1")]))) },
@@ -147,10 +148,12 @@ import Glibc
                     #expect(error.authError.code == .storeUnavailable)
                 }
             }
-            // A file holding another item's key is damage too.
-            try FileSystem.writeAtomically(path, DynamoJSON.encode(TableKey(pk: "USER#2", sk: "PROFILE").item).serializedBytes())
+            // A file holding another partition's items is damage too.
+            try FileSystem.writeAtomically(path, JSONValue.object(["Items": [DynamoJSON.encode(TableKey(pk: "USER#2", sk: "PROFILE").item)]])
+                .serializedBytes())
             #expect(throws: TableError.self) { try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) }
-            #expect(try table.getItem(TableKey(pk: "USER#1", sk: "SESSION#1")) != nil)
+            try table.importBatch([TableKey(pk: "USER#3", sk: "PROFILE").item])
+            #expect(try table.getItem(TableKey(pk: "USER#3", sk: "PROFILE")) != nil, "other partitions stay readable")
         }
     }
 

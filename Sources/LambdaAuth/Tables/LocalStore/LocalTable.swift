@@ -14,14 +14,18 @@ import Glibc
 ///   One record per commit makes a transaction atomic across its items: after a crash a record is
 ///   either complete (checksum matches) or a torn tail that was never acknowledged and is ignored
 ///   (and truncated by the next writer). A damaged record with data after it is corruption.
-/// - `items/<shard>/<PK>/<SK>.json`: the checkpointed items, one DynamoDB JSON file each (shard =
-///   first byte of SHA-256(PK), names escaped readably). Readers lay the log's changes over them.
-/// - `gsi1/<shard>/<GSI1PK>/<hash of PK,SK>.json`: pointers for GSI1 queries; a query re-checks each
-///   item's current GSI1PK, so a stale pointer (left by an interrupted checkpoint) is harmless.
-/// - Checkpoint: when the log passes 48 KB, the writer writes the changed item and pointer files,
-///   syncfs(2)s them, and only then empties the log (new generation in its header). A crash midway
-///   leaves the log intact, so readers still see the log's versions and the next checkpoint redoes
-///   the files. Every cost is per changed item: nothing rewrites or scans the table.
+/// - `items/<shard>/<PK>.json`: the checkpointed items, one DynamoDB JSON file per partition
+///   (`{"Items": [...]}`; shard = first 3 hex digits of SHA-256(PK), names escaped readably). A
+///   partition is what a query reads, and ours are small (a user's profile, links, sessions,
+///   tokens), so this keeps the store at one file per partition instead of one per item.
+/// - `gsi1/<shard>/<GSI1PK>.json`: `{"Keys": [...]}`, the keys of the items with that GSI1PK. A
+///   query re-checks each item's current GSI1PK, so a stale key (left by an interrupted
+///   checkpoint) is harmless.
+/// - Checkpoint: when the log passes 48 KB, the writer rewrites the touched partition and index
+///   files (temporary files, syncfs, renames, syncfs) and only then empties the log (new
+///   generation in its header). A crash midway leaves the log intact and every file either old
+///   or new, so nothing is lost. Each cost is per touched partition: nothing rewrites or scans
+///   the table. Rewriting a partition drops its expired items (DynamoDB's TTL sweep).
 /// - Reads never create or change a file (not even LOCK); a process keeps the part of the log it
 ///   has parsed and reads only the new tail next time, so opening the store costs nothing.
 public final class LocalTable: Table, @unchecked Sendable {
@@ -224,8 +228,8 @@ public final class LocalTable: Table, @unchecked Sendable {
         return try read { reader throws(TableError) in
             var items: [Item] = []
             var shard = startShard
-            while shard < 256, items.count < wanted {
-                var rows = try reader.shardItems(LocalTable.shardName(shard)).map { item in
+            while shard < StoreLayout.shardCount, items.count < wanted {
+                var rows = try reader.shardItems(StoreLayout.shardName(shard)).map { item in
                     ([item["PK"]?.stringValue ?? "", item["SK"]?.stringValue ?? ""], item)
                 }
                 rows.sort { LocalTable.precedes($0.0, $1.0) }
@@ -234,7 +238,7 @@ public final class LocalTable: Table, @unchecked Sendable {
                 shard += 1
             }
             // Stopped by the limit with shards or items left: DynamoDB's way of saying "more may follow".
-            guard items.count >= wanted, items.count > wanted || shard < 256 else {
+            guard items.count >= wanted, items.count > wanted || shard < StoreLayout.shardCount else {
                 return QueryPage(items: items, lastEvaluatedKey: nil)
             }
             let kept = Array(items.prefix(wanted))
@@ -247,8 +251,8 @@ public final class LocalTable: Table, @unchecked Sendable {
     /// Every visible item, a shard at a time (each shard read under its own shared lock, so
     /// writers are never held up for long; like a DynamoDB scan, not a point-in-time snapshot).
     public func forEachItem(_ body: (Item) throws -> Void) throws {
-        for shard in 0..<256 {
-            let items = try read { reader throws(TableError) in try reader.shardItems(LocalTable.shardName(shard)) }
+        for shard in 0..<StoreLayout.shardCount {
+            let items = try read { reader throws(TableError) in try reader.shardItems(StoreLayout.shardName(shard)) }
             for item in items { try body(item) }
         }
     }
@@ -341,8 +345,14 @@ public final class LocalTable: Table, @unchecked Sendable {
         log.fileSize = log.validEnd
         cachedLog = log
         if forceCheckpoint || log.validEnd > checkpointThreshold {
-            try checkpoint(descriptor, &log)
-            cachedLog = log
+            // The commit is acknowledged already; a checkpoint that cannot finish (a full disk, a
+            // damaged partition file, which reads report with its path) is retried by later writes.
+            do {
+                try checkpoint(descriptor, &log, now: now)
+                cachedLog = log
+            } catch {
+                cachedLog = nil
+            }
         }
         return result
     }
@@ -373,57 +383,84 @@ public final class LocalTable: Table, @unchecked Sendable {
                                   fileSize: header.count, overlay: Overlay())
     }
 
-    /// Moves the log's changes into the item files. Until the final sync the log keeps them, so a
-    /// crash here loses nothing; the files written so far are simply written again next time.
-    private func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State) throws(TableError) {
+    /// Moves the log's changes into the partition and index files, in two synced phases: new
+    /// contents go to `.tmp` files, then renames replace the old files. Until the log is emptied
+    /// it still holds every change, so a crash anywhere here loses nothing: each file is either
+    /// its old or its new version, and the next checkpoint redoes the work. Rewriting a partition
+    /// also drops its expired items, as DynamoDB's TTL sweeper would.
+    private func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State, now: Double) throws(TableError) {
+        var byPartition: [String: [(TableKey, Item?)]] = [:]
+        for (key, item) in log.overlay.changes { byPartition[key.pk, default: []].append((key, item)) }
+        var indexChanges: [String: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
+        var replacements: [(temporary: String, path: String)] = []
+        var removals: [String] = []
         var knownDirectories: Set<String> = []
-        func ensureDirectory(_ path: String) throws(TableError) {
-            guard !knownDirectories.contains(path) else { return }
-            if mkdir(path, 0o700) != 0, errno != EEXIST {
-                do throws(FileSystem.Failure) { try FileSystem.createDirectory(path) } catch { throw .unavailable(error.description) }
+
+        func stage(_ path: String, _ bytes: [UInt8]?) throws(TableError) {
+            guard let bytes else {
+                removals.append(path)
+                return
             }
-            knownDirectories.insert(path)
-        }
-        func writeFile(_ path: String, _ bytes: [UInt8]) throws(TableError) {
-            let file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard file >= 0 else { throw ioFailure(path, "open") }
-            defer { close(file) }
-            do throws(FileSystem.Failure) { try FileSystem.writeAll(file, bytes, path: path) } catch { throw .unavailable(error.description) }
-        }
-        for (key, item) in log.overlay.changes {
-            let path = layout.itemPath(key)
-            // An interrupted checkpoint may have left this file torn; the log still holds its truth.
-            let previous = (try? StoreReader.readItemFile(path, layout: layout)) ?? nil
-            let oldEntry = IndexEntry(previous), newEntry = IndexEntry(item)
-            if let item {
-                try ensureDirectory(layout.partitionDirectory(key.pk))
-                try writeFile(path, DynamoJSON.encode(item).serializedBytes())
-            } else {
-                unlink(path)
-                if rmdir(layout.partitionDirectory(key.pk)) == 0 { knownDirectories.remove(layout.partitionDirectory(key.pk)) }
-            }
-            if let oldEntry, oldEntry.partitionKey != newEntry?.partitionKey {
-                unlink(layout.pointerPath(indexPartitionKey: oldEntry.partitionKey, key: key))
-                if rmdir(layout.indexDirectory(oldEntry.partitionKey)) == 0 {
-                    knownDirectories.remove(layout.indexDirectory(oldEntry.partitionKey))
+            let directory = FileSystem.parentDirectory(of: path)
+            if !knownDirectories.contains(directory) {
+                if mkdir(directory, 0o700) != 0, errno != EEXIST {
+                    do throws(FileSystem.Failure) { try FileSystem.createDirectory(directory) } catch { throw .unavailable(error.description) }
                 }
+                knownDirectories.insert(directory)
             }
-            if let newEntry {
-                try ensureDirectory(layout.indexDirectory(newEntry.partitionKey))
-                try writeFile(layout.pointerPath(indexPartitionKey: newEntry.partitionKey, key: key),
-                              DynamoJSON.encode(key.item).serializedBytes())
-            }
+            let temporary = path + ".tmp"
+            let file = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard file >= 0 else { throw ioFailure(temporary, "open") }
+            defer { close(file) }
+            do throws(FileSystem.Failure) { try FileSystem.writeAll(file, bytes, path: temporary) } catch { throw .unavailable(error.description) }
+            replacements.append((temporary, path))
         }
+
+        for (partitionKey, changes) in byPartition {
+            let path = layout.partitionPath(partitionKey)
+            var items: [String: Item] = [:]
+            for item in try StoreReader.readPartition(path, partitionKey: partitionKey) {
+                items[item["SK"]?.stringValue ?? ""] = item
+            }
+            for (key, item) in changes {
+                let oldEntry = IndexEntry(items[key.sk]), newEntry = IndexEntry(item)
+                if let oldEntry, oldEntry.partitionKey != newEntry?.partitionKey {
+                    indexChanges[oldEntry.partitionKey, default: ([], [])].removed.insert(key)
+                }
+                if let newEntry { indexChanges[newEntry.partitionKey, default: ([], [])].added.insert(key) }
+                items[key.sk] = item
+            }
+            let kept = items.values.filter { !$0.isExpired(now: now) }
+                .sorted { ($0["SK"]?.stringValue ?? "").utf8.lexicographicallyPrecedes(($1["SK"]?.stringValue ?? "").utf8) }
+            try stage(path, kept.isEmpty ? nil : JSONValue.object(["Items": .array(kept.map(DynamoJSON.encode))]).serializedBytes())
+        }
+        for (indexKey, change) in indexChanges {
+            let path = layout.indexPath(indexKey)
+            var keys = Set(try StoreReader.readIndex(path))
+            keys.subtract(change.removed)
+            keys.formUnion(change.added)
+            let sorted = keys.sorted { LocalTable.precedes([$0.pk, $0.sk], [$1.pk, $1.sk]) }
+            try stage(path, keys.isEmpty ? nil : JSONValue.object(["Keys": .array(sorted.map { DynamoJSON.encode($0.item) })]).serializedBytes())
+        }
+        try syncStore()
+        for (temporary, path) in replacements where rename(temporary, path) != 0 {
+            throw ioFailure(path, "rename onto")
+        }
+        for path in removals where unlink(path) != 0 && errno != ENOENT {
+            throw ioFailure(path, "unlink")
+        }
+        try syncStore()
+        try resetLog(descriptor, &log, newFile: false)
+    }
+
+    private func syncStore() throws(TableError) {
         let root = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard root >= 0 else { throw ioFailure(directory, "open") }
         defer { close(root) }
         guard syncFileSystem(root) == 0 else { throw ioFailure(directory, "syncfs") }
-        try resetLog(descriptor, &log, newFile: false)
     }
 
     // MARK: - Helpers
-
-    static func shardName(_ shard: Int) -> String { StoreLayout.hex([UInt8(shard)]) }
 
     /// Byte-wise (UTF-8) order of key tuples, as DynamoDB orders string keys.
     static func precedes(_ a: [String], _ b: [String]) -> Bool {

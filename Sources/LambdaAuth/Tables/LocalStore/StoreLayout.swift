@@ -26,14 +26,21 @@ struct StoreLayout {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// 256 shard directories keep every directory small, so lookups stay cheap at any table size.
+    /// 4,096 shard directories keep every directory small (about 75 files at 100,000 users), so
+    /// a lookup costs the same at any table size.
     static func shard(_ partitionKey: String) -> String {
-        hex(SHA256.hash(data: Array(partitionKey.utf8)).prefix(1))
+        String(hex(SHA256.hash(data: Array(partitionKey.utf8)).prefix(2)).prefix(3))
+    }
+
+    static let shardCount = 4096
+
+    static func shardName(_ index: Int) -> String {
+        String(hex([UInt8(index >> 4), UInt8((index & 0x0F) << 4)]).prefix(3))
     }
 
     /// A key as a readable, reversible file name: letters, digits and `#-_@=+,` stay, every other
     /// byte becomes %XX (a leading dot too, so no name is hidden or special). Names too long for
-    /// the file system fall back to `~<sha256>`; the item inside still carries its real key.
+    /// the file system fall back to `~<sha256>`; the file inside still carries the real key.
     static func escape(_ component: String) -> String {
         var output: [UInt8] = []
         let digits = Array("0123456789ABCDEF".utf8)
@@ -50,26 +57,14 @@ struct StoreLayout {
         return String(decoding: output, as: UTF8.self)
     }
 
-    func partitionDirectory(_ partitionKey: String) -> String {
-        "\(itemsRoot)/\(StoreLayout.shard(partitionKey))/\(StoreLayout.escape(partitionKey))"
+    /// One file per partition: `{"Items": [...]}` in sort-key order.
+    func partitionPath(_ partitionKey: String) -> String {
+        "\(itemsRoot)/\(StoreLayout.shard(partitionKey))/\(StoreLayout.escape(partitionKey)).json"
     }
 
-    static func itemFileName(_ key: TableKey) -> String { escape(key.sk) + ".json" }
-
-    func itemPath(_ key: TableKey) -> String {
-        partitionDirectory(key.pk) + "/" + StoreLayout.itemFileName(key)
-    }
-
-    func indexDirectory(_ indexPartitionKey: String) -> String {
-        "\(indexRoot)/\(StoreLayout.shard(indexPartitionKey))/\(StoreLayout.escape(indexPartitionKey))"
-    }
-
-    static func pointerFileName(_ key: TableKey) -> String {
-        String(sha256Hex(key.pk + "\u{0}" + key.sk).prefix(32)) + ".json"
-    }
-
-    func pointerPath(indexPartitionKey: String, key: TableKey) -> String {
-        indexDirectory(indexPartitionKey) + "/" + StoreLayout.pointerFileName(key)
+    /// One file per GSI1PK value: `{"Keys": [{"PK": ..., "SK": ...}, ...]}`.
+    func indexPath(_ indexPartitionKey: String) -> String {
+        "\(indexRoot)/\(StoreLayout.shard(indexPartitionKey))/\(StoreLayout.escape(indexPartitionKey)).json"
     }
 }
 

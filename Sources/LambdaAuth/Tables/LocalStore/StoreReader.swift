@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// What one operation sees of the store: the checkpointed item files with the write-ahead log's
-/// changes laid over them, at one instant `now` (for ttl). Only ever reads.
+/// What one operation sees of the store: the checkpointed partition files with the write-ahead
+/// log's changes laid over them, at one instant `now` (for ttl). Only ever reads.
 struct StoreReader {
     let layout: StoreLayout
     let overlay: Overlay
@@ -13,7 +13,9 @@ struct StoreReader {
     func storedItem(_ key: TableKey) throws(TableError) -> Item? {
         switch overlay.lookup(key) {
         case .changed(let item): return item
-        case .unchanged: return try StoreReader.readItemFile(layout.itemPath(key), layout: layout)
+        case .unchanged:
+            return try StoreReader.readPartition(layout.partitionPath(key.pk), partitionKey: key.pk)
+                .first { $0["SK"]?.stringValue == key.sk }
         }
     }
 
@@ -23,35 +25,20 @@ struct StoreReader {
         return item
     }
 
-    /// Every visible item of one partition (table order is applied by the caller).
+    /// Every visible item of one partition (the caller orders them).
     func partition(_ partitionKey: String) throws(TableError) -> [Item] {
-        let directory = layout.partitionDirectory(partitionKey)
-        let changed = overlay.changes.filter { $0.key.pk == partitionKey }
-        let superseded = Set(changed.keys.map(StoreLayout.itemFileName))
-        var items: [Item] = []
-        for name in try StoreReader.list(directory) where name.hasSuffix(".json") && !superseded.contains(name) {
-            if let item = try StoreReader.readItemFile(directory + "/" + name, layout: layout) { items.append(item) }
-        }
-        items += changed.values.compactMap { $0 }
-        return items.filter { !$0.isExpired(now: now) }
+        let stored = try StoreReader.readPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey)
+        return merge(stored) { $0.pk == partitionKey }
     }
 
-    /// Every visible item whose GSI1PK is `indexPartitionKey`. Pointers only lead to candidates:
-    /// each item's current GSI1PK decides, so a stale pointer never shows a wrong item.
+    /// Every visible item whose GSI1PK is `indexPartitionKey`. Index entries only name candidates:
+    /// each item's current GSI1PK decides, so a stale entry never shows a wrong item.
     func indexPartition(_ indexPartitionKey: String) throws(TableError) -> [Item] {
-        let directory = layout.indexDirectory(indexPartitionKey)
-        let superseded = Set(overlay.changes.keys.map(StoreLayout.pointerFileName))
+        let path = layout.indexPath(indexPartitionKey)
         var items: [Item] = []
-        for name in try StoreReader.list(directory) where name.hasSuffix(".json") && !superseded.contains(name) {
-            let path = directory + "/" + name
-            guard let bytes = try StoreReader.readBytes(path) else { continue }
-            guard let pointer = try? DynamoJSON.decodeItem(JSONValue.parse(bytes)), let key = TableKey(item: pointer) else {
-                throw .corrupted("\(path): not a valid index entry")
-            }
-            if let item = try StoreReader.readItemFile(layout.itemPath(key), layout: layout),
-               IndexEntry(item)?.partitionKey == indexPartitionKey {
-                items.append(item)
-            }
+        for key in try StoreReader.readIndex(path) {
+            guard case .unchanged = overlay.lookup(key) else { continue }
+            if let item = try storedItem(key), IndexEntry(item)?.partitionKey == indexPartitionKey { items.append(item) }
         }
         items += overlay.changes.values.compactMap { $0 }.filter { IndexEntry($0)?.partitionKey == indexPartitionKey }
         return items.filter { !$0.isExpired(now: now) }
@@ -59,19 +46,23 @@ struct StoreReader {
 
     /// Every visible item whose partition key falls in `shard`.
     func shardItems(_ shard: String) throws(TableError) -> [Item] {
-        let shardDirectory = layout.itemsRoot + "/" + shard
-        let changed = overlay.changes.filter { StoreLayout.shard($0.key.pk) == shard }
-        let superseded = Set(changed.keys.map(layout.itemPath))
-        var items: [Item] = []
-        for partition in try StoreReader.list(shardDirectory) {
-            let directory = shardDirectory + "/" + partition
-            for name in try StoreReader.list(directory) where name.hasSuffix(".json") {
-                let path = directory + "/" + name
-                if superseded.contains(path) { continue }
-                if let item = try StoreReader.readItemFile(path, layout: layout) { items.append(item) }
-            }
+        let directory = layout.itemsRoot + "/" + shard
+        var stored: [Item] = []
+        for name in try StoreReader.list(directory) where name.hasSuffix(".json") {
+            stored += try StoreReader.readPartition(directory + "/" + name, partitionKey: nil)
         }
-        items += changed.values.compactMap { $0 }
+        return merge(stored) { StoreLayout.shard($0.pk) == shard }
+    }
+
+    /// Stored items with the log's changes for keys matching `scope` applied; expired ones hidden.
+    private func merge(_ stored: [Item], scope: (TableKey) -> Bool) -> [Item] {
+        var items = stored.filter { item in
+            guard let key = TableKey(item: item), case .unchanged = overlay.lookup(key) else { return false }
+            return true
+        }
+        for (key, item) in overlay.changes where scope(key) {
+            if let item { items.append(item) }
+        }
         return items.filter { !$0.isExpired(now: now) }
     }
 
@@ -88,25 +79,50 @@ struct StoreReader {
 
     static func readBytes(_ path: String) throws(TableError) -> [UInt8]? {
         do {
-            return try FileSystem.readFile(path, limit: 1 << 20)
+            return try FileSystem.readFile(path, limit: 64 << 20)
         } catch {
             if error.isNotFound { return nil }
             throw .unavailable(error.description)
         }
     }
 
-    /// An item file, checked: valid DynamoDB JSON, and stored where its own key says it belongs.
-    static func readItemFile(_ path: String, layout: StoreLayout) throws(TableError) -> Item? {
-        guard let bytes = try readBytes(path) else { return nil }
-        let item: Item
+    /// A partition file, checked: valid DynamoDB JSON, every item keyed, all in the partition its
+    /// file name says (when `partitionKey` is nil, the first item's). Missing: an empty partition.
+    static func readPartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
+        guard let bytes = try readBytes(path) else { return [] }
+        var items: [Item] = []
         do {
-            item = try DynamoJSON.decodeItem(JSONValue.parse(bytes))
+            guard let list = try JSONValue.parse(bytes)["Items"]?.arrayValue else {
+                throw DynamoJSONError(reason: "expected {\"Items\": [...]}")
+            }
+            for element in list { items.append(try DynamoJSON.decodeItem(element)) }
         } catch {
             throw .corrupted("\(path): \(error)")
         }
-        guard let key = TableKey(item: item), layout.itemPath(key) == path else {
-            throw .corrupted("\(path): the item's PK/SK do not match its file")
+        guard let expected = partitionKey ?? items.first?["PK"]?.stringValue else { return items }
+        guard path.hasSuffix("/\(StoreLayout.shard(expected))/\(StoreLayout.escape(expected)).json"),
+              items.allSatisfy({ TableKey(item: $0)?.pk == expected }) else {
+            throw .corrupted("\(path): holds items of another partition, or items without PK/SK")
         }
-        return item
+        return items
+    }
+
+    static func readIndex(_ path: String) throws(TableError) -> [TableKey] {
+        guard let bytes = try readBytes(path) else { return [] }
+        do {
+            guard let list = try JSONValue.parse(bytes)["Keys"]?.arrayValue else {
+                throw DynamoJSONError(reason: "expected {\"Keys\": [...]}")
+            }
+            var keys: [TableKey] = []
+            for element in list {
+                guard let key = TableKey(item: try DynamoJSON.decodeItem(element)) else {
+                    throw DynamoJSONError(reason: "an index entry without PK/SK")
+                }
+                keys.append(key)
+            }
+            return keys
+        } catch {
+            throw .corrupted("\(path): \(error)")
+        }
     }
 }

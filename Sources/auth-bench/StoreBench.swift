@@ -1,0 +1,140 @@
+import Crypto
+import LambdaAuth
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 3's targets: a putItem and a GSI1 query cost about the same on 100 users and on 100,000
+/// users (ratio ≤ 1.5), both tables filled through the import path; plus the export+import round
+/// trip of the large table. Everything lives in a temporary directory that is removed afterwards.
+enum StoreBench {
+    static var section: BenchSection { BenchSection(name: "store", run: run) }
+    static let sampleCount = 400
+
+    static func run(_ table: inout BenchTable) {
+        var template = Array("/tmp/auth-bench-store-XXXXXX".utf8CString)
+        guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            table.add("store", "setup", "mkdtemp failed")
+            return
+        }
+        let root = String(cString: created)
+        defer { _ = system("rm -rf '\(root)'") }
+        do {
+            var costs: [String: (put: Double, query: Double)] = [:]
+            for users in [100, 100_000] {
+                let store = "\(root)/store-\(users)"
+                let file = "\(root)/users-\(users).jsonl"
+                try writeImportFile(file, users: users)
+                let importSeconds = try timed { _ = try importFile(file, into: store) }
+                table.add("store", "import \(users) users (\(users * 4) items)", "\(format(importSeconds)) s")
+                let local = LocalTable(directory: store, clock: SystemClock())
+                let put = try measurePuts(local, users: users)
+                let query = try measureIndexQueries(local, users: users)
+                costs["\(users)"] = (put, query)
+                table.add("store", "putItem median @ \(users) users", "\(format(put, decimals: 0)) µs")
+                table.add("store", "GSI1 query median @ \(users) users", "\(format(query, decimals: 0)) µs")
+            }
+            if let small = costs["100"], let large = costs["100000"] {
+                table.add("store", "putItem cost ratio 100k/100", format(large.put / small.put), target: "≤ 1.5")
+                table.add("store", "GSI1 query cost ratio 100k/100", format(large.query / small.query), target: "≤ 1.5")
+            }
+            let exportFile = "\(root)/export.jsonl"
+            var exported = 0
+            let roundTrip = try timed {
+                let descriptor = open(exportFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                exported = try TableTransfer.export(LocalTable(directory: "\(root)/store-100000", clock: SystemClock()),
+                                                    to: descriptor, path: exportFile)
+                close(descriptor)
+                _ = try importFile(exportFile, into: "\(root)/store-copy")
+            }
+            table.add("store", "export+import round trip, \(exported) items", "\(format(roundTrip)) s")
+        } catch {
+            table.add("store", "failed", "\(error)")
+        }
+    }
+
+    static func timed(_ body: () throws -> Void) rethrows -> Double {
+        let start = monotonicSeconds()
+        try body()
+        return monotonicSeconds() - start
+    }
+
+    static func tokenHash(_ user: Int, _ token: Int = 0) -> String {
+        "REFRESH#" + StoreLayoutHex.hex(SHA256.hash(data: Array("token-\(user)-\(token)".utf8)))
+    }
+
+    /// The contract's item kinds (section 6): profile, identity link (both sides), verified email,
+    /// and one refresh token findable by its hash through GSI1.
+    static func writeImportFile(_ path: String, users: Int) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw FileSystem.Failure(path: path, operation: "open", errno: errno) }
+        defer { close(descriptor) }
+        var buffer: [UInt8] = []
+        for user in 0..<users {
+            let id = "u\(user)", email = "user\(user)@example.com", subject = "10000\(user)"
+            let created: AttributeValue = .s("2026-01-01T00:00:00Z")
+            buffer += TableTransfer.line(["PK": .s("USER#\(id)"), "SK": .s("PROFILE"), "email": .s(email),
+                                          "emailVerified": .bool(true), "displayName": .s("User \(user)"),
+                                          "createdAt": created, "updatedAt": created])
+            buffer += TableTransfer.line(["PK": .s("IDENTITY#google#\(subject)"), "SK": .s("LINK"), "userId": .s(id),
+                                          "provider": .s("google"), "subject": .s(subject), "linkedAt": created])
+            buffer += TableTransfer.line(["PK": .s("EMAIL#\(email)"), "SK": .s("USER"), "userId": .s(id)])
+            buffer += TableTransfer.line(["PK": .s("USER#\(id)"), "SK": .s("REFRESH#t\(user)"), "GSI1PK": .s(tokenHash(user)),
+                                          "GSI1SK": .s("REFRESH"), "familyId": .s("s\(user)"), "status": .s("ACTIVE"),
+                                          "expiresAt": .n(4_000_000_000), "ttl": .n(4_000_000_000)])
+            if buffer.count > 1 << 20 {
+                try FileSystem.writeAll(descriptor, buffer, path: path)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        try FileSystem.writeAll(descriptor, buffer, path: path)
+    }
+
+    static func importFile(_ path: String, into store: String) throws -> Int {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileSystem.Failure(path: path, operation: "open", errno: errno) }
+        defer { close(descriptor) }
+        return try TableTransfer.importLines(from: descriptor, path: path, into: LocalTable(directory: store, clock: SystemClock()))
+    }
+
+    /// New refresh items, as sign-in writes them (each one also lands in GSI1). The median is one
+    /// log append; checkpoints, every ~100 puts, show in the mean.
+    static func measurePuts(_ table: LocalTable, users: Int) throws -> Double {
+        var samples: [Double] = []
+        var generator = SystemRandomNumberGenerator()
+        for sample in 0..<sampleCount {
+            let user = Int.random(in: 0..<users, using: &generator)
+            let item: Item = ["PK": .s("USER#u\(user)"), "SK": .s("REFRESH#bench\(sample)"), "GSI1PK": .s(tokenHash(user, sample + 1)),
+                              "GSI1SK": .s("REFRESH"), "familyId": .s("s\(user)"), "status": .s("ACTIVE"), "ttl": .n(4_000_000_000)]
+            let start = monotonicSeconds()
+            try table.putItem(item)
+            samples.append((monotonicSeconds() - start) * 1_000_000)
+        }
+        return percentile(samples, 0.5)
+    }
+
+    /// The refresh flow's lookup: GSI1PK = the token's hash, on tokens spread over the whole table.
+    static func measureIndexQueries(_ table: LocalTable, users: Int) throws -> Double {
+        var samples: [Double] = []
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<sampleCount {
+            let user = Int.random(in: 0..<users, using: &generator)
+            let request = QueryRequest(indexName: "GSI1", keyCondition: "GSI1PK = :h",
+                                       attributes: ExpressionAttributes(values: [":h": .s(tokenHash(user))]))
+            let start = monotonicSeconds()
+            let page = try table.query(request)
+            samples.append((monotonicSeconds() - start) * 1_000_000)
+            guard page.items.count == 1 else { throw TableError.corrupted("GSI1 lookup of user \(user) found \(page.items.count) items") }
+        }
+        return percentile(samples, 0.5)
+    }
+}
+
+enum StoreLayoutHex {
+    static func hex(_ digest: SHA256.Digest) -> String {
+        digest.map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }.joined()
+    }
+}
