@@ -20,24 +20,29 @@ enum StoreBench {
         let root = String(cString: created)
         defer { _ = system("rm -rf '\(root)'") }
         do {
-            var costs: [String: (put: Double, query: Double)] = [:]
-            for users in [100, 100_000] {
+            let sizes = [100, 100_000]
+            var tables: [LocalTable] = []
+            for users in sizes {
                 let store = "\(root)/store-\(users)"
                 let file = "\(root)/users-\(users).jsonl"
                 try writeImportFile(file, users: users)
                 let importSeconds = try timed { _ = try importFile(file, into: store) }
-                table.add("store", "import \(users) users (\(users * 4) items)", "\(format(importSeconds)) s")
-                let local = LocalTable(directory: store, clock: SystemClock())
-                let put = try measurePuts(local, users: users)
-                let query = try measureIndexQueries(local, users: users)
-                costs["\(users)"] = (put, query)
-                table.add("store", "putItem median @ \(users) users", "\(format(put, decimals: 0)) µs")
-                table.add("store", "GSI1 query median @ \(users) users", "\(format(query, decimals: 0)) µs")
+                table.add("store", "import \(users) users (\(users * 4) items)", "\(format(importSeconds)) s", target: "< 60 s")
+                tables.append(LocalTable(directory: store, clock: SystemClock()))
             }
-            if let small = costs["100"], let large = costs["100000"] {
-                table.add("store", "putItem cost ratio 100k/100", format(large.put / small.put), target: "≤ 1.5")
-                table.add("store", "GSI1 query cost ratio 100k/100", format(large.query / small.query), target: "≤ 1.5")
+            // Both sizes are measured in alternation, so that the disk's mood (fdatasync latency
+            // swings with whatever else the machine writes) weighs on both alike.
+            let puts = try measurePuts(tables, users: sizes)
+            let queries = try measureIndexQueries(tables, users: sizes)
+            for (index, users) in sizes.enumerated() {
+                table.add("store", "putItem median (mean) @ \(users) users",
+                          "\(format(puts[index].median, decimals: 0)) µs (\(format(puts[index].mean, decimals: 0)) µs)")
+                table.add("store", "GSI1 query median @ \(users) users", "\(format(queries[index].repeated, decimals: 0)) µs")
+                table.add("store", "GSI1 query median, first touch @ \(users) users", "\(format(queries[index].first, decimals: 0)) µs")
             }
+            table.add("store", "putItem cost ratio 100k/100", format(puts[1].median / puts[0].median), target: "≤ 1.5")
+            table.add("store", "GSI1 query cost ratio 100k/100", format(queries[1].repeated / queries[0].repeated), target: "≤ 1.5")
+            table.add("store", "GSI1 first-touch ratio 100k/100", format(queries[1].first / queries[0].first), target: "≤ 1.5")
             let exportFile = "\(root)/export.jsonl"
             var exported = 0
             let roundTrip = try timed {
@@ -98,35 +103,47 @@ enum StoreBench {
     }
 
     /// New refresh items, as sign-in writes them (each one also lands in GSI1). The median is one
-    /// log append; checkpoints, every ~100 puts, show in the mean.
-    static func measurePuts(_ table: LocalTable, users: Int) throws -> Double {
-        var samples: [Double] = []
+    /// log append; checkpoints, every ~150 puts, show in the mean.
+    static func measurePuts(_ tables: [LocalTable], users: [Int]) throws -> [(median: Double, mean: Double)] {
+        var samples = Array(repeating: [Double](), count: tables.count)
         var generator = SystemRandomNumberGenerator()
         for sample in 0..<sampleCount {
-            let user = Int.random(in: 0..<users, using: &generator)
-            let item: Item = ["PK": .s("USER#u\(user)"), "SK": .s("REFRESH#bench\(sample)"), "GSI1PK": .s(tokenHash(user, sample + 1)),
-                              "GSI1SK": .s("REFRESH"), "familyId": .s("s\(user)"), "status": .s("ACTIVE"), "ttl": .n(4_000_000_000)]
-            let start = monotonicSeconds()
-            try table.putItem(item)
-            samples.append((monotonicSeconds() - start) * 1_000_000)
+            for (index, table) in tables.enumerated() {
+                let user = Int.random(in: 0..<users[index], using: &generator)
+                let item: Item = ["PK": .s("USER#u\(user)"), "SK": .s("REFRESH#bench\(sample)"),
+                                  "GSI1PK": .s(tokenHash(user, sample + 1)), "GSI1SK": .s("REFRESH"), "familyId": .s("s\(user)"),
+                                  "status": .s("ACTIVE"), "ttl": .n(4_000_000_000)]
+                let start = monotonicSeconds()
+                try table.putItem(item)
+                samples[index].append((monotonicSeconds() - start) * 1_000_000)
+            }
         }
-        return percentile(samples, 0.5)
+        return samples.map { (percentile($0, 0.5), $0.reduce(0, +) / Double($0.count)) }
     }
 
-    /// The refresh flow's lookup: GSI1PK = the token's hash, on tokens spread over the whole table.
-    static func measureIndexQueries(_ table: LocalTable, users: Int) throws -> Double {
-        var samples: [Double] = []
+    /// The refresh flow's lookup: GSI1PK = the token's hash, on tokens spread over the whole
+    /// table. Each token is looked up twice: the first lookup is the first touch of its files
+    /// since the import (page cache permitting), the second the steady state of a warm store.
+    static func measureIndexQueries(_ tables: [LocalTable], users: [Int]) throws -> [(first: Double, repeated: Double)] {
+        var first = Array(repeating: [Double](), count: tables.count), repeated = first
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<sampleCount {
-            let user = Int.random(in: 0..<users, using: &generator)
-            let request = QueryRequest(indexName: "GSI1", keyCondition: "GSI1PK = :h",
-                                       attributes: ExpressionAttributes(values: [":h": .s(tokenHash(user))]))
-            let start = monotonicSeconds()
-            let page = try table.query(request)
-            samples.append((monotonicSeconds() - start) * 1_000_000)
-            guard page.items.count == 1 else { throw TableError.corrupted("GSI1 lookup of user \(user) found \(page.items.count) items") }
+            for (index, table) in tables.enumerated() {
+                let user = Int.random(in: 0..<users[index], using: &generator)
+                let request = QueryRequest(indexName: "GSI1", keyCondition: "GSI1PK = :h",
+                                           attributes: ExpressionAttributes(values: [":h": .s(tokenHash(user))]))
+                for pass in 0..<2 {
+                    let start = monotonicSeconds()
+                    let page = try table.query(request)
+                    let micros = (monotonicSeconds() - start) * 1_000_000
+                    if pass == 0 { first[index].append(micros) } else { repeated[index].append(micros) }
+                    guard page.items.count == 1 else {
+                        throw TableError.corrupted("GSI1 lookup of user \(user) found \(page.items.count) items")
+                    }
+                }
+            }
         }
-        return percentile(samples, 0.5)
+        return zip(first, repeated).map { (percentile($0, 0.5), percentile($1, 0.5)) }
     }
 }
 
