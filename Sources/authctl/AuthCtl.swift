@@ -87,6 +87,7 @@ struct Arguments {
 enum AuthCtl {
     static var commands: [Command] {
         [] // concerns add their commands here
+            + DynamoDBCommands.all
     }
 
     static func main(_ arguments: [String]) -> Never {
