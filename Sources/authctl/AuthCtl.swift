@@ -86,7 +86,7 @@ struct Arguments {
 
 enum AuthCtl {
     static var commands: [Command] {
-        DevIDPCommands.all + StoreCommands.all + FlowCommands.all + CredentialCommands.all
+        DevIDPCommands.all + StoreCommands.all + DynamoDBCommands.all + FlowCommands.all + CredentialCommands.all
     }
 
     static func main(_ arguments: [String]) -> Never {

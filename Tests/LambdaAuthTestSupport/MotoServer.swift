@@ -10,11 +10,11 @@ import Glibc
 /// Missing moto_server is an error, never a skip: the AWS tests cannot prove anything without it.
 public final class MotoServer: Sendable {
     public let port: UInt16
-    /// The supervising shell; moto_server is its child.
+    /// The supervising Python process; moto_server is its child.
     public let pid: pid_t
     public let logPath: String
     /// Held open for the life of the test process: when it closes (at exit, or when the process
-    /// dies however it dies) the supervising shell kills moto_server, so no server outlives us.
+    /// dies however it dies) the supervisor stops moto_server, so no server outlives us.
     private let lifeline: Int32
 
     public var endpoint: String { "http://127.0.0.1:\(port)" }
@@ -65,15 +65,23 @@ public final class MotoServer: Sendable {
         }
     }
 
-    /// Runs moto_server, exits with it, and kills it when standard input reaches end of file
-    /// (fd 3 keeps it: a background job's own standard input is /dev/null).
+    /// Runs moto_server, exits with it, and stops it when standard input reaches end of file.
+    /// Python rather than sh because it first closes every descriptor it inherited: the test
+    /// process spawns other children concurrently, and a long-lived holder of one of their pipe
+    /// ends would keep their readers waiting for end of file forever.
     static let supervisor = """
-        command -v moto_server >/dev/null || { echo "moto_server is not installed" >&2; exit 127; }
-        exec 3<&0
-        moto_server -H 127.0.0.1 -p "$1" 3<&- &
-        server=$!
-        (cat <&3 >/dev/null; kill $server 2>/dev/null) &
-        wait $server
+        import os, subprocess, sys, threading
+        os.closerange(3, 65536)
+        try:
+            server = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", sys.argv[1]], stdin=subprocess.DEVNULL)
+        except FileNotFoundError:
+            sys.stderr.write("moto_server is not installed\\n")
+            sys.exit(127)
+        def stop_at_end_of_input():
+            sys.stdin.buffer.read()
+            server.terminate()
+        threading.Thread(target=stop_at_end_of_input, daemon=True).start()
+        sys.exit(server.wait())
         """
 
     private init() throws {
@@ -91,7 +99,7 @@ public final class MotoServer: Sendable {
         // Other processes the tests spawn must not inherit the lifeline and keep it open.
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
-        let arguments: [String] = ["/bin/sh", "-c", MotoServer.supervisor, "moto-supervisor", String(port)]
+        let arguments: [String] = ["/usr/bin/env", "python3", "-c", MotoServer.supervisor, String(port)]
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = Environment.current().map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -114,7 +122,7 @@ public final class MotoServer: Sendable {
         // Its own process group, so that a stuck server can be killed with its supervisor.
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        let result = posix_spawn(&child, "/bin/sh", &actions, &attributes, argv, envp)
+        let result = posix_spawn(&child, "/usr/bin/env", &actions, &attributes, argv, envp)
         close(pipeEnds[0])
         guard result == 0 else {
             close(pipeEnds[1])

@@ -1,0 +1,35 @@
+import LambdaAuth
+
+/// `authctl store create-table`: the one DynamoDB set-up step a deployment needs.
+enum DynamoDBCommands {
+    static var all: [Command] { [createTable] }
+
+    static var createTable: Command {
+        Command(
+        path: ["store", "create-table"],
+        usage: "store create-table",
+        summary: "create the AUTH_STORE=dynamodb:TABLE table (PK/SK, GSI1, on-demand, TTL on ttl) at AUTH_DYNAMODB_ENDPOINT or AWS; idempotent",
+        run: { arguments, context in
+            try arguments.finish()
+            // Creating the table needs no signing key or credentials secret; the configuration
+            // insists on both for dynamodb: stores, so stand-ins satisfy it here and go unused.
+            var environment = context.environment
+            if environment["AUTH_SIGNING_KEY", default: ""].isEmpty && environment["AUTH_SIGNING_KEY_FILE", default: ""].isEmpty {
+                environment["AUTH_SIGNING_KEY"] = "unused by store create-table"
+            }
+            if environment["AUTH_CREDENTIALS_SECRET", default: ""].isEmpty {
+                environment["AUTH_CREDENTIALS_SECRET"] = "unused by store create-table"
+            }
+            let configuration = try AuthConfiguration.fromEnvironment(environment)
+            guard case .dynamoDB = configuration.store else {
+                throw CommandFailure("store create-table needs AUTH_STORE=dynamodb:TABLE", exitCode: 2)
+            }
+            let table = try DynamoDBTable(configuration: configuration, clock: configuration.clock)
+            let report = try table.createTable()
+            print(report.created
+                  ? "created table \(table.tableName) at \(table.client.endpoint) (PK/SK, GSI1, on-demand billing)"
+                  : "table \(table.tableName) already exists at \(table.client.endpoint) with the expected keys")
+            print(report.enabledTTL ? "enabled TTL on attribute ttl" : "TTL on attribute ttl was already enabled")
+        })
+    }
+}
