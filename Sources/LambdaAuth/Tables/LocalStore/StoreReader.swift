@@ -89,6 +89,8 @@ struct StoreReader {
     /// A partition file, checked: valid DynamoDB JSON, every item keyed, all in the partition its
     /// file name says (when `partitionKey` is nil, the first item's). Missing: an empty partition.
     static func readPartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
+        let identity = FileIdentity(path)
+        if let identity, let cached = PartitionCache.shared.items(path, identity) { return cached }
         guard let bytes = try readBytes(path) else { return [] }
         var items: [Item] = []
         do {
@@ -104,6 +106,7 @@ struct StoreReader {
               items.allSatisfy({ TableKey(item: $0)?.pk == expected }) else {
             throw .corrupted("\(path): holds items of another partition, or items without PK/SK")
         }
+        if let identity { PartitionCache.shared.store(path, identity, items) }
         return items
     }
 
@@ -123,6 +126,51 @@ struct StoreReader {
             return keys
         } catch {
             throw .corrupted("\(path): \(error)")
+        }
+    }
+}
+
+/// Which version of a file this is. Partition files are only ever replaced by rename (never
+/// rewritten in place), so a file with the same inode, size and modification time holds the
+/// same bytes.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modifiedSeconds: Int
+    let modifiedNanoseconds: Int
+
+    init?(_ path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        device = UInt64(status.st_dev)
+        inode = UInt64(status.st_ino)
+        size = Int64(status.st_size)
+        modifiedSeconds = status.st_mtim.tv_sec
+        modifiedNanoseconds = status.st_mtim.tv_nsec
+    }
+}
+
+/// Parsed partition files, so that one operation touching a partition several times (a refresh:
+/// the index look-up, the user, the transaction's conditions) and a resident process's next
+/// invocations parse it once. Bounded: a partition is small, and past the limit the cache starts over.
+final class PartitionCache: @unchecked Sendable {
+    static let shared = PartitionCache()
+    static let limit = 512
+    private let lock = Mutex()
+    private var entries: [String: (identity: FileIdentity, items: [Item])] = [:]
+
+    func items(_ path: String, _ identity: FileIdentity) -> [Item]? {
+        lock.withLock {
+            guard let entry = entries[path], entry.identity == identity else { return nil }
+            return entry.items
+        }
+    }
+
+    func store(_ path: String, _ identity: FileIdentity, _ items: [Item]) {
+        lock.withLock {
+            if entries.count >= PartitionCache.limit { entries.removeAll(keepingCapacity: true) }
+            entries[path] = (identity, items)
         }
     }
 }
