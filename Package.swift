@@ -20,7 +20,6 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CCurl",
-            pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // Symbol-version wrappers for the shipped binaries (Infra/README.md, "Symbol versions").

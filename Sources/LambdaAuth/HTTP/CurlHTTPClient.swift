@@ -3,65 +3,111 @@ import CCurl
 import Glibc
 #endif
 
+/// libcurl, loaded with dlopen on the first request rather than linked: linking it makes the
+/// dynamic loader map libcurl's whole dependency tree (36 libraries on Debian) at every process
+/// start, about 6 ms measured here, which a handler that never makes an HTTP call (file:// JWKS,
+/// the local store, local credentials) would pay on every invocation.
+struct CurlLibrary: @unchecked Sendable {
+    typealias GlobalInit = @convention(c) (Int) -> CURLcode
+    typealias EasyInit = @convention(c) () -> UnsafeMutableRawPointer?
+    typealias EasyHandle = @convention(c) (UnsafeMutableRawPointer?) -> Void
+    typealias EasyPerform = @convention(c) (UnsafeMutableRawPointer?) -> CURLcode
+    typealias EasyStrerror = @convention(c) (CURLcode) -> UnsafePointer<CChar>?
+    typealias SlistAppend = @convention(c) (UnsafeMutablePointer<curl_slist>?, UnsafePointer<CChar>?) -> UnsafeMutablePointer<curl_slist>?
+    typealias SlistFreeAll = @convention(c) (UnsafeMutablePointer<curl_slist>?) -> Void
+
+    let easyInit: EasyInit
+    let easyCleanup: EasyHandle
+    let easyReset: EasyHandle
+    let easyPerform: EasyPerform
+    let easyStrerror: EasyStrerror
+    let slistAppend: SlistAppend
+    let slistFreeAll: SlistFreeAll
+    /// Variadic: called through the typed wrappers of the CCurl shim.
+    let easySetopt: UnsafeMutableRawPointer
+    let easyGetinfo: UnsafeMutableRawPointer
+
+    /// Loaded once per process; the reason when it cannot be.
+    static let shared: Result<CurlLibrary, HTTPClientError> = load()
+
+    static func load() -> Result<CurlLibrary, HTTPClientError> {
+        guard let library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL) else {
+            let reason = dlerror().map { String(cString: $0) } ?? "unknown"
+            return .failure(.connection("libcurl.so.4 cannot be loaded (install libcurl): \(reason)"))
+        }
+        func symbol(_ name: String) -> UnsafeMutableRawPointer? { dlsym(library, name) }
+        guard let globalInit = symbol("curl_global_init"), let easyInit = symbol("curl_easy_init"),
+              let easyCleanup = symbol("curl_easy_cleanup"), let easyReset = symbol("curl_easy_reset"),
+              let easyPerform = symbol("curl_easy_perform"), let easyStrerror = symbol("curl_easy_strerror"),
+              let slistAppend = symbol("curl_slist_append"), let slistFreeAll = symbol("curl_slist_free_all"),
+              let easySetopt = symbol("curl_easy_setopt"), let easyGetinfo = symbol("curl_easy_getinfo") else {
+            return .failure(.connection("libcurl.so.4 lacks an expected function"))
+        }
+        _ = unsafeBitCast(globalInit, to: GlobalInit.self)(Int(CURL_GLOBAL_DEFAULT))
+        return .success(CurlLibrary(
+            easyInit: unsafeBitCast(easyInit, to: EasyInit.self), easyCleanup: unsafeBitCast(easyCleanup, to: EasyHandle.self),
+            easyReset: unsafeBitCast(easyReset, to: EasyHandle.self), easyPerform: unsafeBitCast(easyPerform, to: EasyPerform.self),
+            easyStrerror: unsafeBitCast(easyStrerror, to: EasyStrerror.self),
+            slistAppend: unsafeBitCast(slistAppend, to: SlistAppend.self),
+            slistFreeAll: unsafeBitCast(slistFreeAll, to: SlistFreeAll.self), easySetopt: easySetopt, easyGetinfo: easyGetinfo))
+    }
+}
+
 /// HTTP over the system libcurl. One easy handle is kept per client so that a resident Lambda
 /// process reuses its TCP/TLS connections between invocations; a lock makes it safe to share.
 public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
     private let lock = Mutex()
     private var handle: UnsafeMutableRawPointer?
 
-    private static let globalInit: Void = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-    }()
-
-    public init() {
-        _ = CurlHTTPClient.globalInit
-    }
+    public init() {}
 
     deinit {
-        if let handle { curl_easy_cleanup(handle) }
+        if let handle, case .success(let curl) = CurlLibrary.shared { curl.easyCleanup(handle) }
     }
 
     public func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse {
+        let library = try CurlLibrary.shared.get()
         lock.lock()
         defer { lock.unlock() }
-        if handle == nil { handle = curl_easy_init() }
+        if handle == nil { handle = library.easyInit() }
         guard let curl = handle else { throw .connection("curl_easy_init failed") }
-        curl_easy_reset(curl)
+        library.easyReset(curl)
+        let setopt = library.easySetopt
 
         let transfer = Transfer(limit: request.maximumResponseBytes)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headerList) }
+        defer { library.slistFreeAll(headerList) }
         for header in request.headers {
-            headerList = curl_slist_append(headerList, "\(header.name): \(header.value)")
+            headerList = library.slistAppend(headerList, "\(header.name): \(header.value)")
         }
         // curl adds "Expect: 100-continue" to large POSTs, costing a round trip; AWS does not need it.
-        headerList = curl_slist_append(headerList, "Expect:")
+        headerList = library.slistAppend(headerList, "Expect:")
 
-        _ = lambda_auth_curl_setopt_string(curl, CURLOPT_URL, request.url)
-        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_NOSIGNAL, 1)
-        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_FOLLOWLOCATION, 0)
-        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+        _ = lambda_auth_curl_setopt_string(setopt, curl, CURLOPT_URL, request.url)
+        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOSIGNAL, 1)
+        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_FOLLOWLOCATION, 0)
+        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
         // A timeout of zero or less means none (the Runtime API's /next blocks until an event comes).
         let hasTimeout = request.timeout > 0
-        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_TIMEOUT_MS, hasTimeout ? Int(request.timeout * 1000) : 0)
-        _ = lambda_auth_curl_setopt_long(curl, CURLOPT_CONNECTTIMEOUT_MS, Int((hasTimeout ? min(request.timeout, 3) : 3) * 1000))
-        _ = lambda_auth_curl_setopt_off_t(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseBytes))
-        _ = lambda_auth_curl_setopt_string(curl, CURLOPT_CUSTOMREQUEST, request.method)
-        if request.method == "HEAD" { _ = lambda_auth_curl_setopt_long(curl, CURLOPT_NOBODY, 1) }
-        _ = lambda_auth_curl_setopt_slist(curl, CURLOPT_HTTPHEADER, headerList)
-        _ = lambda_auth_curl_setopt_write_function(curl, CURLOPT_WRITEFUNCTION, curlWriteBody)
-        _ = lambda_auth_curl_setopt_pointer(curl, CURLOPT_WRITEDATA, context)
-        _ = lambda_auth_curl_setopt_write_function(curl, CURLOPT_HEADERFUNCTION, curlWriteHeader)
-        _ = lambda_auth_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, context)
+        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_TIMEOUT_MS, hasTimeout ? Int(request.timeout * 1000) : 0)
+        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_CONNECTTIMEOUT_MS, Int((hasTimeout ? min(request.timeout, 3) : 3) * 1000))
+        _ = lambda_auth_curl_setopt_off_t(setopt, curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseBytes))
+        _ = lambda_auth_curl_setopt_string(setopt, curl, CURLOPT_CUSTOMREQUEST, request.method)
+        if request.method == "HEAD" { _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOBODY, 1) }
+        _ = lambda_auth_curl_setopt_slist(setopt, curl, CURLOPT_HTTPHEADER, headerList)
+        _ = lambda_auth_curl_setopt_write_function(setopt, curl, CURLOPT_WRITEFUNCTION, curlWriteBody)
+        _ = lambda_auth_curl_setopt_pointer(setopt, curl, CURLOPT_WRITEDATA, context)
+        _ = lambda_auth_curl_setopt_write_function(setopt, curl, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        _ = lambda_auth_curl_setopt_pointer(setopt, curl, CURLOPT_HEADERDATA, context)
 
         let code: CURLcode = request.body.withUnsafeBufferPointer { body in
             if !body.isEmpty || request.method == "POST" || request.method == "PUT" {
-                _ = lambda_auth_curl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
+                _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_POSTFIELDSIZE, body.count)
                 _ = lambda_auth_curl_setopt_pointer(
-                    curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafePointer(bitPattern: 1)!))
+                    setopt, curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafePointer(bitPattern: 1)!))
             }
-            return curl_easy_perform(curl)
+            return library.easyPerform(curl)
         }
 
         if transfer.exceeded { throw .responseTooLarge(limit: request.maximumResponseBytes) }
@@ -70,10 +116,10 @@ public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
         case CURLE_OPERATION_TIMEDOUT: throw .timeout
         case CURLE_FILESIZE_EXCEEDED: throw .responseTooLarge(limit: request.maximumResponseBytes)
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: throw .invalidURL(request.url)
-        default: throw .connection(String(cString: curl_easy_strerror(code)))
+        default: throw .connection(library.easyStrerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)")
         }
         var status = 0
-        _ = lambda_auth_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
+        _ = lambda_auth_curl_getinfo_long(library.easyGetinfo, curl, CURLINFO_RESPONSE_CODE, &status)
         return HTTPResponse(status: status, headers: transfer.headers, body: transfer.body)
     }
 }
