@@ -124,10 +124,10 @@ public final class LocalTable: Table, @unchecked Sendable {
             start = order(exclusiveStartKey)
         }
         return try read { reader throws(TableError) in
-            let candidates = onIndex ? try reader.indexPartition(condition.partitionKey) : try reader.partition(condition.partitionKey)
-            var rows = candidates.map { (order($0), $0) }.filter { row in
-                condition.sortKey?.matches(row.0[0]) ?? true
-            }
+            let matches: (String) -> Bool = { condition.sortKey?.matches($0) ?? true }
+            let candidates = onIndex ? try reader.indexPartition(condition.partitionKey)
+                : try reader.partition(condition.partitionKey, sortKeyFilter: matches)
+            var rows = candidates.map { (order($0), $0) }.filter { row in matches(row.0[0]) }
             rows.sort { LocalTable.precedes($0.0, $1.0) }
             if !request.scanIndexForward { rows.reverse() }
             if let start {

@@ -14,8 +14,7 @@ struct StoreReader {
         switch overlay.lookup(key) {
         case .changed(let item): return item
         case .unchanged:
-            return try StoreReader.readPartition(layout.partitionPath(key.pk), partitionKey: key.pk)
-                .first { $0["SK"]?.stringValue == key.sk }
+            return try StoreReader.keyedPartition(layout.partitionPath(key.pk), partitionKey: key.pk).item(sortKey: key.sk)
         }
     }
 
@@ -25,10 +24,21 @@ struct StoreReader {
         return item
     }
 
-    /// Every visible item of one partition (the caller orders them).
-    func partition(_ partitionKey: String) throws(TableError) -> [Item] {
-        let stored = try StoreReader.readPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey)
-        return merge(stored) { $0.pk == partitionKey }
+    /// Every visible item of one partition whose sort key passes `sortKeyFilter` (the caller
+    /// orders them). Filtering on the precomputed keys first keeps a query that wants a few items
+    /// of a large partition (a user's profile among a thousand refresh tokens) cheap.
+    func partition(_ partitionKey: String, sortKeyFilter: (String) -> Bool = { _ in true }) throws(TableError) -> [Item] {
+        let stored = try StoreReader.keyedPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey)
+        var items: [Item] = []
+        for (index, key) in stored.keys.enumerated() where sortKeyFilter(key.sk) {
+            guard case .unchanged = overlay.lookup(key) else { continue }
+            let item = stored.items[index]
+            if !item.isExpired(now: now) { items.append(item) }
+        }
+        for (key, item) in overlay.changes where key.pk == partitionKey && sortKeyFilter(key.sk) {
+            if let item, !item.isExpired(now: now) { items.append(item) }
+        }
+        return items
     }
 
     /// Every visible item whose GSI1PK is `indexPartitionKey`. Index entries only name candidates:
@@ -88,9 +98,21 @@ struct StoreReader {
 
     /// A partition file, checked: valid DynamoDB JSON, every item keyed, all in the partition its
     /// file name says (when `partitionKey` is nil, the first item's). Missing: an empty partition.
-    static func readPartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
+    /// A partition file's items with their keys, parsed once per file version (see PartitionCache).
+    static func keyedPartition(_ path: String, partitionKey: String) throws(TableError) -> KeyedPartition {
         let identity = FileIdentity(path)
-        if let identity, let cached = PartitionCache.shared.items(path, identity) { return cached }
+        if let identity, let cached = PartitionCache.shared.partition(path, identity) { return cached }
+        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey))
+        if let identity { PartitionCache.shared.store(path, identity, partition) }
+        return partition
+    }
+
+    static func readPartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
+        if let partitionKey { return try keyedPartition(path, partitionKey: partitionKey).items }
+        return try parsePartition(path, partitionKey: nil)
+    }
+
+    static func parsePartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
         guard let bytes = try readBytes(path) else { return [] }
         var items: [Item] = []
         do {
@@ -106,7 +128,6 @@ struct StoreReader {
               items.allSatisfy({ TableKey(item: $0)?.pk == expected }) else {
             throw .corrupted("\(path): holds items of another partition, or items without PK/SK")
         }
-        if let identity { PartitionCache.shared.store(path, identity, items) }
         return items
     }
 
@@ -151,26 +172,45 @@ struct FileIdentity: Equatable {
     }
 }
 
+/// One partition file's items, with their keys precomputed and an index by sort key.
+struct KeyedPartition {
+    let items: [Item]
+    let keys: [TableKey]
+    let positionBySortKey: [String: Int]
+
+    init(_ items: [Item]) {
+        self.items = items
+        keys = items.map { TableKey(item: $0)! }  // parsePartition checked every item has PK and SK
+        var positions: [String: Int] = [:]
+        for (index, key) in keys.enumerated() { positions[key.sk] = index }
+        positionBySortKey = positions
+    }
+
+    func item(sortKey: String) -> Item? {
+        positionBySortKey[sortKey].map { items[$0] }
+    }
+}
+
 /// Parsed partition files, so that one operation touching a partition several times (a refresh:
 /// the index look-up, the user, the transaction's conditions) and a resident process's next
-/// invocations parse it once. Bounded: a partition is small, and past the limit the cache starts over.
+/// invocations parse it once. Bounded: past the limit the cache starts over.
 final class PartitionCache: @unchecked Sendable {
     static let shared = PartitionCache()
     static let limit = 512
     private let lock = Mutex()
-    private var entries: [String: (identity: FileIdentity, items: [Item])] = [:]
+    private var entries: [String: (identity: FileIdentity, partition: KeyedPartition)] = [:]
 
-    func items(_ path: String, _ identity: FileIdentity) -> [Item]? {
+    func partition(_ path: String, _ identity: FileIdentity) -> KeyedPartition? {
         lock.withLock {
             guard let entry = entries[path], entry.identity == identity else { return nil }
-            return entry.items
+            return entry.partition
         }
     }
 
-    func store(_ path: String, _ identity: FileIdentity, _ items: [Item]) {
+    func store(_ path: String, _ identity: FileIdentity, _ partition: KeyedPartition) {
         lock.withLock {
             if entries.count >= PartitionCache.limit { entries.removeAll(keepingCapacity: true) }
-            entries[path] = (identity, items)
+            entries[path] = (identity, partition)
         }
     }
 }
