@@ -39,11 +39,7 @@ public final class FlowWorld: @unchecked Sendable {
         }
         let server = try MotoServer.shared()
         let table = try server.makeTable(prefix: "flow-world")
-        var environment = server.environment(table: table.tableName)
-        environment["AUTH_CREDENTIALS"] = "sts"
-        environment["AUTH_STS_ROLE_ARN"] = "arn:aws:iam::123456789012:role/lambda-auth-users"
-        environment["AUTH_USER_BUCKET"] = "lambda-auth-test-users"
-        environment["AUTH_SIGNING_KEY"] = P256.Signing.PrivateKey().pemRepresentation
+        var environment = server.productionEnvironment(table: table.tableName)
         for (name, value) in extra { environment[name] = value }
         self.init(environment, dynamoDBTableName: table.tableName)
     }

@@ -192,6 +192,17 @@ extension MotoServer {
                        http: CurlHTTPClient(), random: random, sleeper: sleeper)
     }
 
+    /// The production configuration on this server: `AUTH_STORE=dynamodb:table`,
+    /// `AUTH_CREDENTIALS=sts` with moto's STS, and the access-token key DynamoDB requires.
+    public func productionEnvironment(table: String) -> [String: String] {
+        var environment = environment(table: table)
+        environment["AUTH_CREDENTIALS"] = "sts"
+        environment["AUTH_STS_ROLE_ARN"] = "arn:aws:iam::123456789012:role/lambda-auth-users"
+        environment["AUTH_USER_BUCKET"] = "lambda-auth-test-users"
+        environment["AUTH_SIGNING_KEY"] = AccessTokenKey.generate().pemRepresentation
+        return environment
+    }
+
     /// A new table with the contract's layout (keys, GSI1, TTL), named uniquely for this test.
     public func makeTable(prefix: String = "lambda-auth-test", clock: any Clock = SystemClock()) throws -> DynamoDBTable {
         let name = "\(prefix)-\(SystemRandomSource().bytes(8).hexString)"
