@@ -21,14 +21,14 @@ test:
 	$(SWIFT) test --skip-build
 	$(DEBUG_BIN)/authctl replay Events/scenarios/*.json
 	$(MAKE) replay-moto
-
-# The same scenarios on DynamoDB and STS as moto_server implements them (started and stopped here).
-replay-moto:
-	Tests/replay-on-moto.sh $(DEBUG_BIN)/authctl Events/scenarios/*.json
 	@if [ -f $(SMOKE) ]; then ACC_BINDIR=$(DEBUG_BIN) python3 $(SMOKE); \
 	else echo "make test: NOTE: $(SMOKE) not found (it sits beside this checkout in CI); contract smoke test not run"; fi
 	$(MAKE) lint-infra
 	$(MAKE) package
+
+# The same scenarios on DynamoDB and STS as moto_server implements them (started and stopped here).
+replay-moto:
+	Tests/Scripts/replay-on-moto.sh $(DEBUG_BIN)/authctl Events/scenarios/*.json
 
 # dist/<handler>.zip, each holding a stripped static-stdlib executable named bootstrap; checked
 # for provided.al2023 before it counts as built.

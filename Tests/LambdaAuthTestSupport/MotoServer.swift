@@ -4,8 +4,8 @@ import Glibc
 #endif
 
 /// moto_server (a DynamoDB- and STS-compatible peer, `pip install 'moto[server]'`, which `.ci/run`
-/// does) on 127.0.0.1, serving one request at a time (Tests/serial-moto-server.py), started once
-/// per test process on a free port and stopped at exit. Tests
+/// does) on 127.0.0.1, serving one request at a time (Tests/Scripts/serial-moto-server.py),
+/// started once per test process on a free port and stopped at exit. Tests
 /// share it and keep apart by using their own table names and keys.
 ///
 /// Missing moto_server is an error, never a skip: the AWS tests cannot prove anything without it.
@@ -91,7 +91,7 @@ public final class MotoServer: Sendable {
     public static let serialServerPath: String = {
         var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
         components.removeLast(2)  // LambdaAuthTestSupport/MotoServer.swift
-        return components.joined(separator: "/") + "/serial-moto-server.py"
+        return components.joined(separator: "/") + "/Scripts/serial-moto-server.py"
     }()
 
     private init() throws {

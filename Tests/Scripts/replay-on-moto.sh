@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Replays the recorded scenarios against DynamoDB and STS as moto_server implements them:
 # starts moto_server on 127.0.0.1 on a free port (one request at a time, as the tests run it: see
-# serial-moto-server.py), runs `authctl replay --backend dynamodb` (a
-# fresh table per scenario, credentials from moto's STS), and always stops the server.
-# Usage: Tests/replay-on-moto.sh AUTHCTL SCENARIO...
+# serial-moto-server.py), runs `authctl replay --backend dynamodb` (a fresh table per
+# scenario, credentials from moto's STS), and always stops the server.
+# Usage: Tests/Scripts/replay-on-moto.sh AUTHCTL SCENARIO...
 set -euo pipefail
 authctl=$1
 shift
