@@ -93,6 +93,38 @@ import Testing
         }
     }
 
+    /// Expressions outside the local store's subset are refused before anything is sent: moto
+    /// answers some of them with HTTP 500, which would otherwise be retried as an outage.
+    @Test func refusedExpressionsAreNeverSent() throws {
+        let server = try LoopbackHTTPServer { _ in DynamoDBFaultTests.error("InternalServerError", status: 500) }
+        defer { server.stop() }
+        let table = table(server, sleeper: RecordingSleeper())
+        let key = DynamoDBFaultTests.key
+        let attributes = ExpressionAttributes(names: ["#n": "name"], values: [":v": .s("x")])
+        let refusals: [(String, () throws(TableError) -> Void)] = [
+            ("condition", { () throws(TableError) in try table.putItem(key.item, condition: "size(PK) > :v", attributes: attributes) }),
+            ("update", { () throws(TableError) in
+                try table.updateItem(key, update: "SET a = :v SET b = :v", condition: nil, attributes: attributes, returnValues: .none)
+            }),
+            ("key in update", { () throws(TableError) in
+                try table.updateItem(key, update: "SET PK = :v", condition: nil, attributes: attributes, returnValues: .none)
+            }),
+            ("key condition", { () throws(TableError) in _ = try table.query(QueryRequest(keyCondition: "SK = :v", attributes: attributes)) }),
+            ("transaction", { () throws(TableError) in
+                try table.transactWrite([.put(key.item), .conditionCheck(key: TableKey(pk: "a", sk: "b"), condition: "PK = :missing")])
+            }),
+        ]
+        for (name, refusal) in refusals {
+            do {
+                try refusal()
+                Issue.record("\(name): should have been refused")
+            } catch {
+                #expect(TableConformance.isInvalidRequest(error), "\(name): \(error)")
+            }
+        }
+        #expect(server.requestCount == 0)
+    }
+
     @Test func verdictsAreNeverRetried() throws {
         let reasons: JSONValue = [["Code": "None"], ["Code": "ConditionalCheckFailed", "Message": "The conditional request failed"]]
         let cases: [(String, LoopbackHTTPServer.Response, (TableError) -> Bool)] = [
