@@ -21,12 +21,13 @@ stop() {
 trap stop EXIT
 
 endpoint="http://127.0.0.1:$port"
+answers() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/moto-api/", timeout=1)' "$endpoint" 2>/dev/null; }
 for _ in $(seq 1 300); do
-    if curl -fsS -o /dev/null "$endpoint/moto-api/" 2>/dev/null; then break; fi
+    if answers; then break; fi
     kill -0 "$moto_pid" 2>/dev/null || { echo "replay-on-moto: moto_server exited:" >&2; cat "$log" >&2; exit 1; }
     sleep 0.1
 done
-curl -fsS -o /dev/null "$endpoint/moto-api/" || { echo "replay-on-moto: moto_server did not answer on $endpoint" >&2; exit 1; }
+answers || { echo "replay-on-moto: moto_server did not answer on $endpoint" >&2; exit 1; }
 
 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
     "$authctl" replay --backend dynamodb --endpoint "$endpoint" "$@"
