@@ -9,7 +9,7 @@ DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin
 EVENT ?=
 
-.PHONY: build test demo bench invoke clean package package-check lint-infra
+.PHONY: build test replay-moto demo bench invoke clean package package-check lint-infra
 
 build:
 	$(SWIFT) build $(RELEASE_FLAGS)
@@ -20,10 +20,15 @@ test:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(DEBUG_BIN)/authctl replay Events/scenarios/*.json
+	$(MAKE) replay-moto
 	@if [ -f $(SMOKE) ]; then ACC_BINDIR=$(DEBUG_BIN) python3 $(SMOKE); \
 	else echo "make test: NOTE: $(SMOKE) not found (it sits beside this checkout in CI); contract smoke test not run"; fi
 	$(MAKE) lint-infra
 	$(MAKE) package
+
+# The same scenarios on DynamoDB and STS as moto_server implements them (started and stopped here).
+replay-moto:
+	Tests/Scripts/replay-on-moto.sh $(DEBUG_BIN)/authctl Events/scenarios/*.json
 
 # dist/<handler>.zip, each holding a stripped static-stdlib executable named bootstrap; checked
 # for provided.al2023 before it counts as built.

@@ -29,16 +29,18 @@ enum FlowBench {
         }
     }
 
-    static func makeWorld() -> World {
+    /// A world on the local store, or on another backend when `overrides` say so (AUTH_STORE, …).
+    static func makeWorld(_ overrides: [String: String] = [:]) -> World {
         let directory = try! FileSystem.makeTemporaryDirectory(prefix: "lambda-auth-flow-bench")
         let provider = try! DevIdentityProvider.initialize(directory: directory + "/idp").provider
         let jwks = "file://" + DevIdentityProvider.jwksPath(in: directory + "/idp")
-        let environment = [
+        var environment = [
             "AUTH_GOOGLE_AUDIENCES": "bench-web", "AUTH_APPLE_AUDIENCES": "com.example.bench",
             "AUTH_GOOGLE_JWKS_URL": jwks, "AUTH_APPLE_JWKS_URL": jwks,
             "AUTH_STORE": directory + "/store", "AUTH_CACHE_DIR": directory + "/cache", "AUTH_LOG_LEVEL": "warning",
             "AUTH_CREDENTIALS_SECRET": "bench-credentials-secret-0123456789",
         ]
+        environment.merge(overrides) { $1 }
         return World(directory: directory, environment: environment, identityProvider: provider)
     }
 

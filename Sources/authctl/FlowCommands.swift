@@ -14,8 +14,8 @@ enum FlowCommands {
             Command(path: ["demo"], usage: "demo",
                     summary: "A Google sign-in, a refresh, an Apple link and a second refresh on the embedded defaults, in a fresh temporary store.",
                     run: demo),
-            Command(path: ["replay"], usage: "replay [--verbose] FILE...",
-                    summary: "Replay recorded scenarios (Events/scenarios/*.json) against the built handlers; prints a diff on mismatch.",
+            Command(path: ["replay"], usage: "replay [--verbose] [--backend local|dynamodb --endpoint URL] FILE...",
+                    summary: "Replay recorded scenarios (Events/scenarios/*.json) against the built handlers, each on a fresh local store or DynamoDB table (with STS credentials from the same endpoint); prints a diff on mismatch.",
                     run: replay),
             Command(path: ["jwks"], usage: "jwks",
                     summary: "Print the public JWKS that resource servers use to verify our access tokens.",
@@ -98,12 +98,13 @@ enum FlowCommands {
 
     static func replay(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
         let verbose = arguments.flag("verbose")
+        let backend = try ReplayBackend(name: arguments.option("backend"), endpoint: arguments.option("endpoint"))
         var files: [String] = []
         while let file = arguments.optionalPositional() { files.append(file) }
         try arguments.finish()
         guard !files.isEmpty else { throw CommandFailure("name at least one scenario file", exitCode: 2) }
         let runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
-                                    baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") })
+                                    baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") }, backend: backend)
         var passed = 0, failed = 0
         for file in files {
             let scenario = try Scenario(path: file, root: ".")

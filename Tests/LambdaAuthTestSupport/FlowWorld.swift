@@ -15,7 +15,42 @@ public final class FlowWorld: @unchecked Sendable {
     private let lock = Mutex()
     private var collectedLogs: [String] = []
 
-    public init(_ extra: [String: String] = [:]) {
+    /// Where the handlers keep their data and get their AWS credentials from.
+    public enum Backend: String, Sendable, CaseIterable, CustomStringConvertible {
+        /// The local store in the world's directory, locally minted credentials.
+        case local
+        /// A fresh table on the shared moto_server (`AUTH_STORE=dynamodb:`), credentials from
+        /// moto's STS (`AUTH_CREDENTIALS=sts`).
+        case dynamoDB
+
+        public var description: String { rawValue }
+    }
+
+    public let backend: Backend
+    /// The DynamoDB table the handlers use, when the backend is `.dynamoDB`.
+    public let dynamoDBTableName: String?
+
+    /// A world on `backend`. For `.dynamoDB` this starts moto_server (once per process) and
+    /// creates the world's own table, which is why it can throw.
+    public convenience init(_ extra: [String: String] = [:], backend: Backend) throws {
+        guard backend == .dynamoDB else {
+            self.init(extra)
+            return
+        }
+        let server = try MotoServer.shared()
+        let table = try server.makeTable(prefix: "flow-world")
+        var environment = server.productionEnvironment(table: table.tableName)
+        for (name, value) in extra { environment[name] = value }
+        self.init(environment, dynamoDBTableName: table.tableName)
+    }
+
+    public convenience init(_ extra: [String: String] = [:]) {
+        self.init(extra, dynamoDBTableName: nil)
+    }
+
+    private init(_ extra: [String: String], dynamoDBTableName: String?) {
+        backend = dynamoDBTableName == nil ? .local : .dynamoDB
+        self.dynamoDBTableName = dynamoDBTableName
         directory = TestSupport.temporaryDirectory("flow-world")
         environment = VerifierEnvironment.make(
             googleJWKS: TestJWKS.file(google.jwks, in: directory, name: "google.json"),
@@ -37,8 +72,11 @@ public final class FlowWorld: @unchecked Sendable {
         environment["AUTH_NOW"] = String(now + seconds)
     }
 
-    /// The local store, opened in-process to inspect what the handlers wrote.
-    public func table() -> any Table { LocalTable(directory: storeDirectory, clock: FixedClock(Double(now))) }
+    /// The handlers' store, opened in-process to inspect what they wrote.
+    public func table() throws -> any Table {
+        guard let dynamoDBTableName else { return LocalTable(directory: storeDirectory, clock: FixedClock(Double(now))) }
+        return DynamoDBTable(tableName: dynamoDBTableName, client: try MotoServer.shared().client(), clock: FixedClock(Double(now)))
+    }
 
     // MARK: tokens
 

@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// moto_server (a DynamoDB- and STS-compatible peer, `pip install 'moto[server]'`, which `.ci/run`
-/// does) on 127.0.0.1, started once per test process on a free port and stopped at exit. Tests
+/// does) on 127.0.0.1, serving one request at a time (Tests/Scripts/serial-moto-server.py),
+/// started once per test process on a free port and stopped at exit. Tests
 /// share it and keep apart by using their own table names and keys.
 ///
 /// Missing moto_server is an error, never a skip: the AWS tests cannot prove anything without it.
@@ -73,16 +74,25 @@ public final class MotoServer: Sendable {
         import os, subprocess, sys, threading
         os.closerange(3, 65536)
         try:
-            server = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", sys.argv[1]], stdin=subprocess.DEVNULL)
-        except FileNotFoundError:
+            import moto.server
+        except ImportError:
             sys.stderr.write("moto_server is not installed\\n")
             sys.exit(127)
+        server = subprocess.Popen([sys.executable, sys.argv[2], sys.argv[1]], stdin=subprocess.DEVNULL)
         def stop_at_end_of_input():
             sys.stdin.buffer.read()
             server.terminate()
         threading.Thread(target=stop_at_end_of_input, daemon=True).start()
         sys.exit(server.wait())
         """
+
+    /// moto_server serving one request at a time (see the script for why), beside this package's
+    /// tests; `make test`'s replay on moto runs the same script.
+    public static let serialServerPath: String = {
+        var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        components.removeLast(2)  // LambdaAuthTestSupport/MotoServer.swift
+        return components.joined(separator: "/") + "/Scripts/serial-moto-server.py"
+    }()
 
     private init() throws {
         port = try MotoServer.freePort()
@@ -99,7 +109,7 @@ public final class MotoServer: Sendable {
         // Other processes the tests spawn must not inherit the lifeline and keep it open.
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
-        let arguments: [String] = ["/usr/bin/env", "python3", "-c", MotoServer.supervisor, String(port)]
+        let arguments: [String] = ["/usr/bin/env", "python3", "-c", MotoServer.supervisor, String(port), MotoServer.serialServerPath]
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = Environment.current().map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -180,6 +190,17 @@ extension MotoServer {
     public func client(random: any RandomSource = SystemRandomSource(), sleeper: any Sleeper = NoSleeper()) -> DynamoDBClient {
         DynamoDBClient(endpoint: endpoint, region: MotoServer.region, credentials: MotoServer.credentials,
                        http: CurlHTTPClient(), random: random, sleeper: sleeper)
+    }
+
+    /// The production configuration on this server: `AUTH_STORE=dynamodb:table`,
+    /// `AUTH_CREDENTIALS=sts` with moto's STS, and the access-token key DynamoDB requires.
+    public func productionEnvironment(table: String) -> [String: String] {
+        var environment = environment(table: table)
+        environment["AUTH_CREDENTIALS"] = "sts"
+        environment["AUTH_STS_ROLE_ARN"] = "arn:aws:iam::123456789012:role/lambda-auth-users"
+        environment["AUTH_USER_BUCKET"] = "lambda-auth-test-users"
+        environment["AUTH_SIGNING_KEY"] = AccessTokenKey.generate().pemRepresentation
+        return environment
     }
 
     /// A new table with the contract's layout (keys, GSI1, TTL), named uniquely for this test.

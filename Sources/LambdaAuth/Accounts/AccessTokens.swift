@@ -19,6 +19,14 @@ public struct AccessTokenKey: Sendable {
         }
     }
 
+    /// A new random key, for test and replay environments that must configure one.
+    public static func generate() -> AccessTokenKey {
+        AccessTokenKey(privateKey: P256.Signing.PrivateKey())
+    }
+
+    /// The PEM text `AUTH_SIGNING_KEY` takes.
+    public var pemRepresentation: String { privateKey.pemRepresentation }
+
     /// The public JWK a resource server verifies our access tokens with.
     public var publicJWK: JSONValue {
         var jwk = AccessTokenKey.thumbprintMembers(of: privateKey.publicKey)

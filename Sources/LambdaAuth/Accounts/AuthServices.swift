@@ -7,6 +7,8 @@ public final class AuthServices: @unchecked Sendable {
     public let configuration: AuthConfiguration
     public let clock: any Clock
     public let random: any RandomSource
+    /// Waits between optimistic retries of a contended write (`contentionBackoff`).
+    public let sleeper: any Sleeper
     public let table: any Table
     public let verifier: IDTokenVerifier
     let httpClient: any HTTPClient
@@ -15,10 +17,12 @@ public final class AuthServices: @unchecked Sendable {
     private var cachedCredentialIssuer: (any CredentialIssuer)?
 
     public init(configuration: AuthConfiguration, logger: Logger, table: (any Table)? = nil,
-                httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource()) throws(AuthError) {
+                httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource(),
+                sleeper: any Sleeper = SystemSleeper()) throws(AuthError) {
         self.configuration = configuration
         self.clock = configuration.clock
         self.random = random
+        self.sleeper = sleeper
         let httpClient = httpClient ?? CurlHTTPClient()
         self.httpClient = httpClient
         if let table {
@@ -31,6 +35,18 @@ public final class AuthServices: @unchecked Sendable {
             cachedAccessTokenIssuer = AccessTokenIssuer(key: try AccessTokenKey(pem: pem), issuer: configuration.issuer,
                                                         lifetime: configuration.accessTokenTTL)
         }
+    }
+
+    /// Jittered waits before retrying a transaction that lost an optimistic race (a profile
+    /// version another sign-in bumped first). Without them, contenders that lost together retry
+    /// together and most lose again: 16 simultaneous sign-ins of one user on DynamoDB ran out
+    /// of attempts. Each winner makes the others' next attempt lose again, so the waits must
+    /// outlast the contenders' turns one after another: windows of 20 ms doubling to 1 s, ten
+    /// retries, about 5 s at the very worst.
+    static let contentionBackoff = RetryPolicy(maximumRetries: 10, baseDelay: 0.02, maximumDelay: 1)
+
+    func waitAfterLosingRace(_ attempt: Int) {
+        sleeper.sleep(seconds: AuthServices.contentionBackoff.delay(beforeRetry: attempt, random: random))
     }
 
     /// The access-token issuer; with no configured key, the dev key inside the local store, which

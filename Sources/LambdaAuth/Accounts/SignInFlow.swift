@@ -127,7 +127,8 @@ struct SessionOpener {
         let sessionID = newIdentifier(services.random)
         let refresh = NewRefreshToken(random: services.random)
         let tokens = try services.prepareTokens(userID: userID, sessionID: sessionID, refresh: refresh, logger: logger)
-        for _ in 0..<8 {
+        for attempt in 0...AuthServices.contentionBackoff.maximumRetries {
+            if attempt > 0 { services.waitAfterLosingRace(attempt - 1) }
             let now = services.clock.nowSeconds
             guard var user = try services.loadUser(userID) else {
                 throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "user \(userID) has a link but no profile")

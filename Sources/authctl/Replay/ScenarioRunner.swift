@@ -87,12 +87,13 @@ struct Scenario {
     }
 }
 
-/// Runs scenarios against the built handlers, each in a fresh temporary world (store, JWKS cache,
-/// dev identity provider), and reports differences.
+/// Runs scenarios against the built handlers, each in a fresh temporary world (store or DynamoDB
+/// table, JWKS cache, dev identity provider), and reports differences.
 struct ScenarioRunner {
     let binDirectory: String
     let root: String
     let baseEnvironment: [String: String]
+    let backend: ReplayBackend
 
     struct Outcome {
         var passed: Bool
@@ -103,6 +104,7 @@ struct ScenarioRunner {
         let world = try FileSystem.makeTemporaryDirectory(prefix: "authctl-replay")
         defer { FileSystem.removeTree(world) }
         let environment = try DevEnvironment(directory: world + "/dev", binDirectory: binDirectory)
+        let storeEnvironment = try backend.storeEnvironment(world: world, inherited: baseEnvironment)
         var clock = scenario.start
         var saved: [String: String] = [:]
         var report: [String] = []
@@ -114,7 +116,7 @@ struct ScenarioRunner {
             let headers = try step.headers.mapValues(filler.fill)
             let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers, path: "/auth/\(step.handler)")
             var variables = baseEnvironment.merging(scenario.environment) { $1 }.merging(step.environment) { $1 }
-            variables["AUTH_STORE"] = world + "/store"
+            variables.merge(storeEnvironment) { $1 }
             variables["AUTH_TEST_MODE"] = "1"
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))

@@ -13,7 +13,7 @@ import Testing
             userID = try #require(body["user"]?["id"]?.stringValue)
             world.advanceClock(by: 60 * Int64(minute + 1))
         }
-        let table = world.table()
+        let table = try world.table()
         let statuses = try sessions.map { try table.getItem(TableKey(pk: "USER#\(userID)", sk: "SESSION#\($0)"))?["status"]?.stringValue }
         #expect(statuses == ["REVOKED", "ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE"])
         let tokens = try table.query(QueryRequest(

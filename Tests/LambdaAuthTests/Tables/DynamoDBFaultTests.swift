@@ -93,6 +93,80 @@ import Testing
         }
     }
 
+    /// Expressions outside the local store's subset are refused before anything is sent: moto
+    /// answers some of them with HTTP 500, which would otherwise be retried as an outage.
+    @Test func refusedExpressionsAreNeverSent() throws {
+        let server = try LoopbackHTTPServer { _ in DynamoDBFaultTests.error("InternalServerError", status: 500) }
+        defer { server.stop() }
+        let table = table(server, sleeper: RecordingSleeper())
+        let key = DynamoDBFaultTests.key
+        let attributes = ExpressionAttributes(names: ["#n": "name"], values: [":v": .s("x")])
+        let refusals: [(String, () throws(TableError) -> Void)] = [
+            ("condition", { () throws(TableError) in try table.putItem(key.item, condition: "size(PK) > :v", attributes: attributes) }),
+            ("update", { () throws(TableError) in
+                try table.updateItem(key, update: "SET a = :v SET b = :v", condition: nil, attributes: attributes, returnValues: .none)
+            }),
+            ("key in update", { () throws(TableError) in
+                try table.updateItem(key, update: "SET PK = :v", condition: nil, attributes: attributes, returnValues: .none)
+            }),
+            ("key condition", { () throws(TableError) in _ = try table.query(QueryRequest(keyCondition: "SK = :v", attributes: attributes)) }),
+            ("transaction", { () throws(TableError) in
+                try table.transactWrite([.put(key.item), .conditionCheck(key: TableKey(pk: "a", sk: "b"), condition: "PK = :missing")])
+            }),
+        ]
+        for (name, refusal) in refusals {
+            do {
+                try refusal()
+                Issue.record("\(name): should have been refused")
+            } catch {
+                #expect(TableConformance.isInvalidRequest(error), "\(name): \(error)")
+            }
+        }
+        #expect(server.requestCount == 0)
+    }
+
+    /// Real DynamoDB cancels a transaction that meets another one on an item with the reason
+    /// TransactionConflict: nothing was decided, so it is retried; a failed condition next to it
+    /// is still a verdict.
+    @Test func transactionsCancelledByConflictsAreRetried() throws {
+        let conflict = DynamoDBFaultTests.error("TransactionCanceledException", extra: [
+            "CancellationReasons": [["Code": "None"], ["Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"]],
+        ])
+        let server = try DynamoDBFaultTests.scripted([conflict, conflict], otherwise: .json([:]))
+        defer { server.stop() }
+        let sleeper = RecordingSleeper()
+        try table(server, sleeper: sleeper).transactWrite([.put(DynamoDBFaultTests.key.item)])
+        #expect(server.requestCount == 3)
+        #expect(sleeper.delays.count == 2)
+
+        let mixed = DynamoDBFaultTests.error("TransactionCanceledException", extra: [
+            "CancellationReasons": [["Code": "ConditionalCheckFailed"], ["Code": "TransactionConflict"]],
+        ])
+        let verdict = try LoopbackHTTPServer { _ in mixed }
+        defer { verdict.stop() }
+        do {
+            try table(verdict, sleeper: RecordingSleeper()).transactWrite([.put(DynamoDBFaultTests.key.item)])
+            Issue.record("a failed condition must cancel the transaction")
+        } catch {
+            guard case .transactionCanceled(let reasons) = error else {
+                Issue.record("expected transactionCanceled, got \(error)")
+                return
+            }
+            #expect(reasons.map(\.code) == ["ConditionalCheckFailed", "TransactionConflict"])
+        }
+        #expect(verdict.requestCount == 1)
+
+        let persistent = try LoopbackHTTPServer { _ in conflict }
+        defer { persistent.stop() }
+        #expect {
+            try table(persistent, sleeper: RecordingSleeper()).transactWrite([.put(DynamoDBFaultTests.key.item)])
+        } throws: { error in
+            guard case TableError.unavailable = error else { return false }
+            return true
+        }
+        #expect(persistent.requestCount == 4, "one attempt and three retries, then STORE_UNAVAILABLE")
+    }
+
     @Test func verdictsAreNeverRetried() throws {
         let reasons: JSONValue = [["Code": "None"], ["Code": "ConditionalCheckFailed", "Message": "The conditional request failed"]]
         let cases: [(String, LoopbackHTTPServer.Response, (TableError) -> Bool)] = [

@@ -12,12 +12,24 @@ struct TableConformance {
     /// "Now" as the table's clock sees it, for ttl values.
     let now: Int64
     let runID: String
+    /// Where a peer is known to differ from DynamoDB, accepted explicitly by the instantiation
+    /// that needs it; the check still runs and still fails on any other answer.
+    let knownDeviations: Set<KnownDeviation>
 
-    init(makeTable: @escaping () throws -> any Table, hidesExpiredItemsImmediately: Bool, now: Int64, runID: String) {
+    enum KnownDeviation {
+        /// moto_server answers a condition that orders a string against a number (`#s > :nine`)
+        /// with HTTP 500 instead of evaluating it to false; the client retries that and then
+        /// reports the store unavailable. DynamoDB answers a failed condition.
+        case orderingAcrossTypesIsUnavailable
+    }
+
+    init(makeTable: @escaping () throws -> any Table, hidesExpiredItemsImmediately: Bool, now: Int64, runID: String,
+         knownDeviations: Set<KnownDeviation> = []) {
         self.makeTable = makeTable
         self.hidesExpiredItemsImmediately = hidesExpiredItemsImmediately
         self.now = now
         self.runID = runID
+        self.knownDeviations = knownDeviations
     }
 
     func runAll() throws {
@@ -67,6 +79,11 @@ struct TableConformance {
 
     static func isConditionFailed(_ error: TableError) -> Bool {
         if case .conditionFailed = error { return true }
+        return false
+    }
+
+    static func isUnavailable(_ error: TableError) -> Bool {
+        if case .unavailable = error { return true }
         return false
     }
 
@@ -153,8 +170,13 @@ struct TableConformance {
                                  returnValues: .none)
         }
         let before = try table.getItem(key)
+        let orderingAcrossTypes: Set<String> = ["#s > :nine"]
         for condition in failing {
-            expectTableError(Self.isConditionFailed, "\(condition) must be false") { () throws(TableError) in
+            var expected: (TableError) -> Bool = Self.isConditionFailed
+            if orderingAcrossTypes.contains(condition), knownDeviations.contains(.orderingAcrossTypesIsUnavailable) {
+                expected = { Self.isConditionFailed($0) || Self.isUnavailable($0) }
+            }
+            expectTableError(expected, "\(condition) must be false") { () throws(TableError) in
                 try table.updateItem(key, update: "SET #t = :eleven", condition: condition,
                                      attributes: only(attributes, "SET #t = :eleven", condition), returnValues: .none)
             }

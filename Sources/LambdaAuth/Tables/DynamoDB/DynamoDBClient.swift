@@ -3,7 +3,8 @@
 /// a `TableError`.
 ///
 /// Retried (at most `retryPolicy.maximumRetries` times): throttling, `InternalServerError`, any
-/// 5xx, connection failures and timeouts. Never retried: a failed condition, a cancelled
+/// 5xx, connection failures and timeouts, and a transaction cancelled only by a conflicting
+/// transaction or throttling. Never retried: a failed condition, a cancelled
 /// transaction, a validation error, rejected credentials. When retries run out the call fails
 /// with `TableError.unavailable` (STORE_UNAVAILABLE, 503, retryable).
 ///
@@ -16,6 +17,9 @@ public struct DynamoDBClient: Sendable {
         "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
         "InternalServerError", "ServiceUnavailable", "TransactionConflictException",
     ]
+
+    /// Cancellation reasons that decide nothing (DynamoDB's TransactWriteItems documentation).
+    static let retryableCancellationCodes: Set<String> = ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"]
 
     public let endpoint: String
     let signer: SigV4Signer
@@ -118,7 +122,15 @@ public struct DynamoDBClient: Sendable {
         case "ConditionalCheckFailedException":
             return .failure(.conditionFailed, type: type)
         case "TransactionCanceledException":
-            return .failure(.transactionCanceled(reasons: cancellationReasons(body: body, message: message)), type: type)
+            let reasons = cancellationReasons(body: body, message: message)
+            // Cancelled only because another transaction held an item, or by throttling: nothing
+            // was decided, so it may succeed later, like TransactionConflictException. A failed
+            // condition among the reasons is a verdict and is returned as one.
+            let codes = Set(reasons.map(\.code))
+            if !codes.contains(CancellationReason.conditionalCheckFailed.code), !codes.isDisjoint(with: retryableCancellationCodes) {
+                return .retryable(reason)
+            }
+            return .failure(.transactionCanceled(reasons: reasons), type: type)
         case "ValidationException", "SerializationException":
             return .failure(.invalidRequest(reason), type: type)
         default:

@@ -50,7 +50,7 @@ public struct DynamoDBTable: Table {
 
     public func putItem(_ item: Item, condition: String?, attributes: ExpressionAttributes) throws(TableError) {
         var body: [String: JSONValue] = ["TableName": .string(tableName), "Item": DynamoJSON.encode(item)]
-        DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
+        try DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
         _ = try client.call("PutItem", .object(body))
     }
 
@@ -58,7 +58,7 @@ public struct DynamoDBTable: Table {
     public func updateItem(_ key: TableKey, update: String, condition: String?, attributes: ExpressionAttributes,
                            returnValues: ReturnValues) throws(TableError) -> Item? {
         var body: [String: JSONValue] = ["TableName": .string(tableName), "Key": DynamoJSON.encode(key.item)]
-        DynamoDBTable.addExpressions(to: &body, [("UpdateExpression", update), ("ConditionExpression", condition)], attributes)
+        try DynamoDBTable.addExpressions(to: &body, [("UpdateExpression", update), ("ConditionExpression", condition)], attributes)
         switch returnValues {
         case .none: body["ReturnValues"] = "NONE"
         case .allOld: body["ReturnValues"] = "ALL_OLD"
@@ -71,13 +71,16 @@ public struct DynamoDBTable: Table {
 
     public func deleteItem(_ key: TableKey, condition: String?, attributes: ExpressionAttributes) throws(TableError) {
         var body: [String: JSONValue] = ["TableName": .string(tableName), "Key": DynamoJSON.encode(key.item)]
-        DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
+        try DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
         _ = try client.call("DeleteItem", .object(body))
     }
 
     public func query(_ request: QueryRequest) throws(TableError) -> QueryPage {
+        _ = try ExpressionParser.keyCondition(request.keyCondition, request.attributes,
+                                              partitionName: request.indexName == nil ? "PK" : "GSI1PK",
+                                              sortName: request.indexName == nil ? "SK" : "GSI1SK")
         var body: [String: JSONValue] = ["TableName": .string(tableName), "ScanIndexForward": .bool(request.scanIndexForward)]
-        DynamoDBTable.addExpressions(to: &body, [("KeyConditionExpression", request.keyCondition)], request.attributes)
+        try DynamoDBTable.addExpressions(to: &body, [("KeyConditionExpression", request.keyCondition)], request.attributes)
         if let index = request.indexName {
             body["IndexName"] = .string(index)  // global secondary indexes are eventually consistent only
         } else {
@@ -92,24 +95,24 @@ public struct DynamoDBTable: Table {
         guard (1...100).contains(actions.count) else {
             throw .invalidRequest("a transaction has 1 to 100 actions, not \(actions.count)")
         }
-        let items: [JSONValue] = actions.map { action in
+        let items: [JSONValue] = try actions.map { action throws(TableError) in
             var body: [String: JSONValue] = ["TableName": .string(tableName)]
             switch action {
             case .put(let item, let condition, let attributes):
                 body["Item"] = DynamoJSON.encode(item)
-                DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
+                try DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
                 return ["Put": .object(body)]
             case .update(let key, let update, let condition, let attributes):
                 body["Key"] = DynamoJSON.encode(key.item)
-                DynamoDBTable.addExpressions(to: &body, [("UpdateExpression", update), ("ConditionExpression", condition)], attributes)
+                try DynamoDBTable.addExpressions(to: &body, [("UpdateExpression", update), ("ConditionExpression", condition)], attributes)
                 return ["Update": .object(body)]
             case .delete(let key, let condition, let attributes):
                 body["Key"] = DynamoJSON.encode(key.item)
-                DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
+                try DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
                 return ["Delete": .object(body)]
             case .conditionCheck(let key, let condition, let attributes):
                 body["Key"] = DynamoJSON.encode(key.item)
-                DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
+                try DynamoDBTable.addExpressions(to: &body, [("ConditionExpression", condition)], attributes)
                 return ["ConditionCheck": .object(body)]
             }
         }
@@ -128,11 +131,17 @@ public struct DynamoDBTable: Table {
     /// Adds the expressions that are present, and only the `#name`/`:value` placeholders they use:
     /// DynamoDB refuses unused ones, the local store does not care, and callers build one
     /// attribute set for several expressions.
+    ///
+    /// Condition and update expressions are first parsed with the local store's parser, so both
+    /// backends refuse the same expressions with `invalidRequest`: DynamoDB itself refuses most
+    /// of them with a ValidationException, but moto answers some malformed ones with HTTP 500,
+    /// which would be retried as if the store were unavailable.
     static func addExpressions(to body: inout [String: JSONValue], _ expressions: [(field: String, text: String?)],
-                               _ attributes: ExpressionAttributes) {
+                               _ attributes: ExpressionAttributes) throws(TableError) {
         var used: Set<Substring> = []
         for (field, text) in expressions {
             guard let text else { continue }
+            try validate(field, text, attributes)
             body[field] = .string(text)
             used.formUnion(placeholders(in: text))
         }
@@ -140,6 +149,24 @@ public struct DynamoDBTable: Table {
         let values = attributes.values.filter { used.contains(Substring($0.key)) }
         if !names.isEmpty { body["ExpressionAttributeNames"] = .object(names.mapValues(JSONValue.string)) }
         if !values.isEmpty { body["ExpressionAttributeValues"] = .object(values.mapValues(\.dynamoJSON)) }
+    }
+
+    static let keyNames: Set<String> = ["PK", "SK"]
+
+    private static func validate(_ field: String, _ text: String, _ attributes: ExpressionAttributes) throws(TableError) {
+        switch field {
+        case "UpdateExpression":
+            let update = try ExpressionParser.update(text, attributes)
+            for path in update.sets.map(\.0) + update.removes {
+                if let name = path.topLevelName, keyNames.contains(name) {
+                    throw .invalidRequest("cannot update attribute \(name): it is part of the key")
+                }
+            }
+        case "ConditionExpression":
+            _ = try ExpressionParser.condition(text, attributes)
+        default:
+            break  // a key condition, checked by `query` against its index's key names
+        }
     }
 
     /// Every `#name` and `:value` token (DynamoDB expressions have no string literals to skip).

@@ -1,0 +1,60 @@
+import LambdaAuth
+import LambdaAuthTestSupport
+
+/// The flows on the production backends as moto_server implements them (DynamoDB + STS), next to
+/// the local store, and the DynamoDB requests each flow makes (issue 6: a returning user's
+/// signin and a refresh at most 3 each). moto runs in Python on this machine, so its times say
+/// how the flows behave on the DynamoDB code path, not what AWS latency would be.
+enum AWSBench {
+    static var section: BenchSection { BenchSection(name: "aws", run: run) }
+
+    static func run(_ table: inout BenchTable) {
+        let moto: MotoServer
+        let proxy: DynamoDBProxy
+        let dynamoTable: DynamoDBTable
+        do {
+            moto = try MotoServer.shared()
+            dynamoTable = try moto.makeTable(prefix: "bench")
+            proxy = try DynamoDBProxy(forwardingTo: moto.endpoint)
+        } catch {
+            table.add("aws", "moto_server", "not measured: \(error)")
+            return
+        }
+        defer { proxy.stop() }
+        let local = FlowBench.makeWorld()
+        defer { FileSystem.removeTree(local.directory) }
+        let aws = FlowBench.makeWorld(moto.productionEnvironment(table: dynamoTable.tableName))
+        defer { FileSystem.removeTree(aws.directory) }
+
+        let localTimes = FlowBench.measure(local, label: "local")
+        let awsTimes = FlowBench.measure(aws, label: "moto")
+        for handler in ["signin", "refresh", "link-provider"] {
+            table.add("aws", "\(handler) invocation, median (local store)", format(localTimes[handler]!) + " ms")
+            table.add("aws", "\(handler) invocation, median (moto: DynamoDB + STS)", format(awsTimes[handler]!) + " ms")
+        }
+
+        // The same world seen through the counting proxy: every request a whole process makes.
+        var counted = aws.environment
+        counted["AUTH_DYNAMODB_ENDPOINT"] = proxy.endpoint
+        let world = FlowBench.World(directory: aws.directory, environment: counted, identityProvider: aws.identityProvider)
+        let now = SystemClock().nowSeconds
+        func requests(_ handler: String, _ event: JSONValue) -> (body: JSONValue, operations: [String]) {
+            let before = proxy.operations.count
+            let body = world.invoke(handler, event).body
+            return (body, Array(proxy.operations.dropFirst(before)))
+        }
+        func row(_ name: String, _ operations: [String], target: String = "") {
+            table.add("aws", "DynamoDB requests, \(name)", "\(operations.count) (\(operations.joined(separator: ", ")))", target: target)
+        }
+        let newUser = requests("signin", ["provider": "google", "idToken": .string(world.token(.google, subject: "count-user", email: "count@example.com", now: now))])
+        row("signin, new user", newUser.operations)
+        let returning = requests("signin", ["provider": "google", "idToken": .string(world.token(.google, subject: "count-user", email: "count@example.com", now: now))])
+        row("signin, returning user", returning.operations, target: "<= 3")
+        let refreshed = requests("refresh", ["refreshToken": returning.body["tokens"]!["refreshToken"]!])
+        row("refresh", refreshed.operations, target: "<= 3")
+        let accessToken = refreshed.body["tokens"]!["accessToken"]!
+        let apple = world.token(.apple, subject: "000123.count.1", email: nil, now: now)
+        row("link-provider (link)", requests("link-provider", ["provider": "apple", "idToken": .string(apple), "accessToken": accessToken]).operations)
+        row("link-provider (unlink)", requests("link-provider", ["provider": "apple", "action": "unlink", "accessToken": accessToken]).operations)
+    }
+}
