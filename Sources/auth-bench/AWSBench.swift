@@ -26,8 +26,8 @@ enum AWSBench {
         let aws = FlowBench.makeWorld(moto.productionEnvironment(table: dynamoTable.tableName))
         defer { FileSystem.removeTree(aws.directory) }
 
-        let localTimes = FlowBench.measure(local, label: "local")
-        let awsTimes = FlowBench.measure(aws, label: "moto")
+        let localTimes = FlowBench.measure(local)
+        let awsTimes = FlowBench.measure(aws)
         for handler in ["signin", "refresh", "link-provider"] {
             table.add("aws", "\(handler) invocation, median (local store)", format(localTimes[handler]!) + " ms")
             table.add("aws", "\(handler) invocation, median (moto: DynamoDB + STS)", format(awsTimes[handler]!) + " ms")
