@@ -18,8 +18,9 @@ struct Command {
 struct AuthCtlContext {
     let environment: [String: String]
 
+    /// authctl issues no tokens, so it needs none of the handlers' secrets even with `dynamodb:`.
     func configuration() throws -> AuthConfiguration {
-        try AuthConfiguration.fromEnvironment(environment)
+        try AuthConfiguration.fromEnvironment(environment, forHandlers: false)
     }
 }
 

@@ -54,7 +54,9 @@ public struct AuthConfiguration: Sendable {
         return SystemClock()
     }
 
-    public static func fromEnvironment(_ environment: [String: String]) throws(AuthError) -> AuthConfiguration {
+    /// - Parameter forHandlers: false for tools that only reach the store (authctl): they need no
+    ///   signing key or credentials secret, which the handlers require with `dynamodb:`.
+    public static func fromEnvironment(_ environment: [String: String], forHandlers: Bool = true) throws(AuthError) -> AuthConfiguration {
         let reader = EnvironmentReader(environment)
         let temporaryDirectory = reader.string("TMPDIR") ?? "/tmp"
         var configuration = AuthConfiguration(
@@ -142,15 +144,15 @@ public struct AuthConfiguration: Sendable {
             }
         }
 
-        try configuration.validateCombinations()
+        try configuration.validateCombinations(forHandlers: forHandlers)
         return configuration
     }
 
-    func validateCombinations() throws(AuthError) {
+    func validateCombinations(forHandlers: Bool) throws(AuthError) {
         for provider in [google, apple] {
             try JWKSLocation.validate(provider.jwksURL, variable: "AUTH_\(provider.name.rawValue.uppercased())_JWKS_URL")
         }
-        if case .dynamoDB = store {
+        if case .dynamoDB = store, forHandlers {
             if signingKeyPEM == nil {
                 throw AuthConfiguration.configError("AUTH_SIGNING_KEY", "is required with AUTH_STORE=dynamodb:")
             }
