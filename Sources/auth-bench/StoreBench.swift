@@ -42,7 +42,7 @@ enum StoreBench {
             }
             table.add("store", "putItem cost ratio 100k/100", format(puts[1].median / puts[0].median), target: "≤ 1.5")
             table.add("store", "GSI1 query cost ratio 100k/100", format(queries[1].repeated / queries[0].repeated), target: "≤ 1.5")
-            table.add("store", "GSI1 first-touch ratio 100k/100", format(queries[1].first / queries[0].first), target: "≤ 1.5")
+            table.add("store", "GSI1 first-touch ratio 100k/100", format(queries[1].first / queries[0].first), target: "(cold page cache; not the issue's target)")
             let exportFile = "\(root)/export.jsonl"
             var exported = 0
             let roundTrip = try timed {
