@@ -73,15 +73,12 @@ public struct AccessTokenIssuer: Sendable {
     }
 
     public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource) throws(AuthError) -> String {
-        let header: JSONValue = ["alg": "ES256", "typ": "JWT", "kid": .string(key.keyID)]
-        let claims: JSONValue = [
+        let claims: [String: JSONValue] = [
             "iss": .string(issuer), "sub": .string(userID), "sid": .string(sessionID),
             "iat": .number(now), "exp": .number(now + lifetime), "jti": .string(random.identifier()),
         ]
-        let signingInput = Base64.urlEncoded(header.serializedBytes()) + "." + Base64.urlEncoded(claims.serializedBytes())
         do {
-            let signature = try key.privateKey.signature(for: Array(signingInput.utf8))
-            return signingInput + "." + Base64.urlEncoded(signature.rawRepresentation)
+            return try JWSSigner.signES256(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.privateKey)
         } catch {
             throw AuthError(.internal, "internal error", detail: "ES256 signing failed: \(error)")
         }
@@ -92,19 +89,20 @@ public struct AccessTokenIssuer: Sendable {
     public func verify(_ token: String, now: Int64) throws(AuthError) -> AccessTokenClaims {
         func invalid(_ reason: String) -> AuthError { AuthError(.accessTokenInvalid, "the access token \(reason)") }
         guard token.utf8.count <= 8192 else { throw invalid("is too long") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64.urlDecoded(parts[0]), let claimBytes = Base64.urlDecoded(parts[1]),
-              let signatureBytes = Base64.urlDecoded(parts[2]),
-              case .object(let header)? = try? JSONValue.parse(headerBytes),
-              case .object(let claims)? = try? JSONValue.parse(claimBytes) else {
-            throw invalid("is malformed")
+        // The ID tokens' strict parser and algorithm checks, with their codes folded into ours.
+        let jws: CompactJWS
+        do {
+            jws = try CompactJWS(parsing: token)
+            _ = try jws.checkAlgorithm(allowed: [.es256])
+        } catch {
+            throw error.code == .unsupportedAlgorithm ? invalid("has the wrong algorithm") : invalid("is malformed")
         }
-        guard header["alg"] == "ES256", header["crit"] == nil else { throw invalid("has the wrong algorithm") }
-        guard header["kid"]?.stringValue == key.keyID else { throw invalid("was not signed by this service's key") }
-        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-              key.privateKey.publicKey.isValidSignature(signature, for: Array("\(parts[0]).\(parts[1])".utf8)) else {
+        guard jws.keyID == key.keyID else { throw invalid("was not signed by this service's key") }
+        let verificationKey = JSONWebKey(keyID: key.keyID, material: .p256(key.privateKey.publicKey))
+        guard verificationKey.isValidSignature(jws.signature, for: jws.signingInput) else {
             throw invalid("signature does not verify")
         }
+        let claims = jws.payload
         guard claims["iss"]?.stringValue == issuer else { throw invalid("has the wrong issuer") }
         guard let expiresAt = claims["exp"]?.int64Value else { throw invalid("has no expiry") }
         guard expiresAt > now else { throw invalid("expired at \(ISO8601.format(epochSeconds: expiresAt))") }
