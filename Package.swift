@@ -18,10 +18,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
-        .systemLibrary(
-            name: "CCurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
+        // libcurl's few types and constants, declared without its development headers: it is
+        // loaded with dlopen (HTTP/CurlHTTPClient.swift), so nothing here needs libcurl to build.
+        .systemLibrary(name: "CCurl"),
         // Symbol-version wrappers for the shipped binaries (Infra/README.md, "Symbol versions").
         .target(name: "CGlibcCompat"),
         .target(

@@ -13,8 +13,8 @@ struct CurlLibrary: @unchecked Sendable {
     typealias EasyHandle = @convention(c) (UnsafeMutableRawPointer?) -> Void
     typealias EasyPerform = @convention(c) (UnsafeMutableRawPointer?) -> CURLcode
     typealias EasyStrerror = @convention(c) (CURLcode) -> UnsafePointer<CChar>?
-    typealias SlistAppend = @convention(c) (UnsafeMutablePointer<curl_slist>?, UnsafePointer<CChar>?) -> UnsafeMutablePointer<curl_slist>?
-    typealias SlistFreeAll = @convention(c) (UnsafeMutablePointer<curl_slist>?) -> Void
+    typealias SlistAppend = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> OpaquePointer?
+    typealias SlistFreeAll = @convention(c) (OpaquePointer?) -> Void
 
     let easyInit: EasyInit
     let easyCleanup: EasyHandle
@@ -76,7 +76,7 @@ public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
 
         let transfer = Transfer(limit: request.maximumResponseBytes)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        var headerList: UnsafeMutablePointer<curl_slist>?
+        var headerList: OpaquePointer?
         defer { library.slistFreeAll(headerList) }
         for header in request.headers {
             headerList = library.slistAppend(headerList, "\(header.name): \(header.value)")
@@ -116,7 +116,7 @@ public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
         case CURLE_OPERATION_TIMEDOUT: throw .timeout
         case CURLE_FILESIZE_EXCEEDED: throw .responseTooLarge(limit: request.maximumResponseBytes)
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: throw .invalidURL(request.url)
-        default: throw .connection(library.easyStrerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)")
+        default: throw .connection(library.easyStrerror(code).map { String(cString: $0) } ?? "curl error \(code)")
         }
         var status = 0
         _ = lambda_auth_curl_getinfo_long(library.easyGetinfo, curl, CURLINFO_RESPONSE_CODE, &status)
