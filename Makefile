@@ -16,8 +16,11 @@ build:
 
 SMOKE := ../shared/conformance/smoke.py
 
+# Each installs what it lacks first (Tests/Scripts/prerequisites.sh says what it did). The test
+# build runs with libcurl's and OpenSSL's development headers hidden, proving neither is needed.
 test:
-	$(SWIFT) build --build-tests
+	Tests/Scripts/prerequisites.sh test
+	Tests/Scripts/without-dev-headers.sh $(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(DEBUG_BIN)/authctl replay Events/scenarios/*.json
 	$(MAKE) replay-moto
@@ -46,10 +49,13 @@ package-check:
 	Infra/check-package.sh --self-test
 	Infra/check-package.sh dist
 
+# cfn-lint through python3, so a `pip install --user` that left its script off PATH still works.
 lint-infra:
-	cfn-lint Infra/template.yaml
+	python3 -c 'import sys; from cfnlint.runner import main; sys.argv[0] = "cfn-lint"; sys.exit(main())' Infra/template.yaml
 
-demo: build
+demo:
+	Tests/Scripts/prerequisites.sh demo
+	$(MAKE) build
 	$(BIN)/authctl demo
 
 # After package, so that the zip sizes are measured too.

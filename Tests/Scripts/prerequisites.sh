@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Installs, idempotently, what `make demo` or `make test` needs beyond Swift, git, make and
+# Python 3, and says what it did. Usage: prerequisites.sh demo|test
+#   demo: nothing beyond the toolchain (libcurl is loaded with dlopen and its headers are not
+#         needed to build); checked anyway so a broken machine fails with a clear line.
+#   test: zip/unzip, binutils (strip, objdump, readelf) and a C compiler for `make package` and its
+#         checks; the Python packages the tests use as independent peers (cryptography, botocore,
+#         moto[server]) and cfn-lint.
+# Debian packages are installed with apt-get when running as root; otherwise the one missing
+# package is named and the script exits 1. Python packages go through `python3 -m pip`.
+set -euo pipefail
+mode=${1:-test}
+
+say() { echo "prerequisites: $*"; }
+fail() { echo "prerequisites: $*" >&2; exit 1; }
+
+command -v swift >/dev/null || fail "swift is not on PATH (install the Swift toolchain: https://www.swift.org/install/linux/)"
+command -v python3 >/dev/null || fail "python3 is not on PATH (apt-get install python3)"
+
+apt_updated=0
+installed=0
+install_debian() { # PACKAGE...: installs those that dpkg does not know as installed
+    local missing=() package
+    for package in "$@"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+        fail "missing Debian package(s) ${missing[*]}: run 'sudo apt-get install ${missing[*]}' (or install them with your system's package manager), then retry"
+    fi
+    say "installing ${missing[*]} (apt-get)"
+    installed=1
+    if [ $apt_updated -eq 0 ]; then apt-get update -qq >/dev/null; apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+        || fail "apt-get could not install ${missing[*]}"
+}
+
+# pip refuses to touch a Debian-managed Python (PEP 668) unless told to; a user install is the
+# least intrusive way past that.
+pip_install() { # REQUIREMENT...
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        install_debian python3-pip
+    fi
+    say "installing $* (pip)"
+    installed=1
+    python3 -m pip install -q --disable-pip-version-check "$@" 2>/tmp/prerequisites-pip.$$ \
+        || python3 -m pip install -q --disable-pip-version-check --user --break-system-packages "$@" \
+        || { cat /tmp/prerequisites-pip.$$ >&2; rm -f /tmp/prerequisites-pip.$$; fail "pip could not install $*"; }
+    rm -f /tmp/prerequisites-pip.$$
+}
+
+python_has() { python3 -c "import $1" >/dev/null 2>&1; }
+
+case $mode in
+demo)
+    # The toolchain links through a C compiler driver and the C library headers.
+    command -v dpkg >/dev/null && install_debian libc6-dev
+    ;;
+test)
+    if command -v dpkg >/dev/null; then
+        install_debian zip unzip binutils gcc libc6-dev
+    else
+        for tool in zip unzip strip objdump readelf cc; do
+            command -v $tool >/dev/null || fail "missing $tool: install it with your system's package manager"
+        done
+    fi
+    python_has cryptography || pip_install cryptography
+    python_has botocore || pip_install botocore
+    { python_has moto.server && python_has flask_cors; } || pip_install 'moto[server]'
+    python_has cfnlint.runner || pip_install cfn-lint
+    ;;
+*)
+    fail "usage: prerequisites.sh demo|test"
+    ;;
+esac
+if [ $installed -eq 0 ]; then
+    case $mode in
+    demo) say "nothing to install for the demo (libcurl is loaded at run time: no development headers needed)" ;;
+    test) say "everything the tests need is installed" ;;
+    esac
+fi
