@@ -90,22 +90,6 @@ public final class AuthServices: @unchecked Sendable {
     }
 }
 
-/// A new opaque refresh token: 256 bits from the secure random source, base64url. Only its
-/// SHA-256 is ever stored.
-struct NewRefreshToken {
-    let token: String
-    let hash: String
-
-    init(random: any RandomSource) {
-        token = Base64.urlEncoded(random.bytes(32))
-        hash = NewRefreshToken.hash(token)
-    }
-
-    static func hash(_ token: String) -> String {
-        Array(SHA256.hash(data: Array(token.utf8))).hexString
-    }
-}
-
 /// Random identifiers for users, sessions and token items: 128 bits, lowercase base32.
 func newIdentifier(_ random: any RandomSource) -> String {
     Base32.encode(random.bytes(16)).lowercased()

@@ -152,11 +152,15 @@ enum RefreshTokenStatus: String, Sendable {
     case revoked = "REVOKED"
 }
 
-/// A refresh token as stored: only its SHA-256 is kept (GSI1PK), never the token itself.
+/// A refresh token as stored: never the token itself, only `secretHash` (SHA-256 of its secret
+/// part, checked in constant time) and `GSI1PK` (SHA-256 of the whole token, for operators and for
+/// finding tokens issued before keyed tokens existed).
 struct RefreshTokenRecord: Sendable {
     var userID: String
     var tokenID: String
     var tokenHash: String
+    /// nil on items written before keyed tokens: those are found and checked by `tokenHash`.
+    var secretHash: String?
     var familyID: String
     var status: RefreshTokenStatus
     var createdAt: Int64
@@ -165,17 +169,22 @@ struct RefreshTokenRecord: Sendable {
     var replacedBy: String?
     /// Copied from the session so that a refresh can answer `session.createdAt` without reading it.
     var sessionCreatedAt: Int64?
+    /// The user as the response that issued this token showed it, so that a refresh needs no read
+    /// of the user's items: its transaction checks that the profile still has this version.
+    var user: UserSnapshot?
 
-    init(userID: String, tokenID: String, tokenHash: String, familyID: String, createdAt: Int64, expiresAt: Int64,
-         sessionCreatedAt: Int64) {
-        self.userID = userID
-        self.tokenID = tokenID
-        self.tokenHash = tokenHash
+    init(credential: RefreshTokenCredential, familyID: String, createdAt: Int64, expiresAt: Int64,
+         sessionCreatedAt: Int64, user: UserSnapshot) {
+        self.userID = credential.userID
+        self.tokenID = credential.tokenID
+        self.tokenHash = credential.tokenHash
+        self.secretHash = credential.secretHash
         self.familyID = familyID
         self.status = .active
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.sessionCreatedAt = sessionCreatedAt
+        self.user = user
     }
 
     init?(item: Item) {
@@ -188,6 +197,7 @@ struct RefreshTokenRecord: Sendable {
         userID = String(pk.dropFirst(5))
         tokenID = String(sk.dropFirst(8))
         tokenHash = String(index.dropFirst(8))
+        secretHash = item["secretHash"]?.stringValue
         self.familyID = familyID
         self.status = status
         createdAt = item["createdAt"].flatMap(Timestamps.parse) ?? 0
@@ -195,6 +205,7 @@ struct RefreshTokenRecord: Sendable {
         usedAt = item["usedAt"].flatMap(Timestamps.parse)
         replacedBy = item["replacedBy"]?.stringValue
         sessionCreatedAt = item["sessionCreatedAt"].flatMap(Timestamps.parse)
+        user = UserSnapshot(item: item)
     }
 
     var key: TableKey { Keys.refreshToken(userID, tokenID) }
@@ -205,14 +216,41 @@ struct RefreshTokenRecord: Sendable {
         var item = key.item
         item["GSI1PK"] = .s(Keys.refreshTokenIndex(hash: tokenHash))
         item["GSI1SK"] = .s("REFRESH")
+        if let secretHash { item["secretHash"] = .s(secretHash) }
         item["familyId"] = .s(familyID)
         item["userId"] = .s(userID)
         item["status"] = .s(status.rawValue)
         item["createdAt"] = .s(Timestamps.format(createdAt))
         item["expiresAt"] = .s(Timestamps.format(expiresAt))
         if let sessionCreatedAt { item["sessionCreatedAt"] = .s(Timestamps.format(sessionCreatedAt)) }
+        user?.store(in: &item)
         item["ttl"] = .n(expiresAt + RefreshTokenRecord.expiredVisibility)
         return item
+    }
+}
+
+/// The response's `user` object at one version of the PROFILE item. Every write that changes
+/// what the object shows (profile fields, identities, a sign-in's lastSignInAt) bumps the
+/// version, so a copy whose version still matches is exact.
+struct UserSnapshot: Sendable {
+    var json: JSONValue
+    var profileVersion: Int64
+
+    init(_ user: UserView) {
+        json = user.json
+        profileVersion = user.profile.version
+    }
+
+    init?(item: Item) {
+        guard let text = item["userView"]?.stringValue, let version = item["profileVersion"]?.int64Value,
+              let json = try? JSONValue.parse(text), json["id"] != nil else { return nil }
+        self.json = json
+        profileVersion = version
+    }
+
+    func store(in item: inout Item) {
+        item["userView"] = .s(json.serialized())
+        item["profileVersion"] = .n(profileVersion)
     }
 }
 

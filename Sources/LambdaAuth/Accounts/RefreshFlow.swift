@@ -1,18 +1,24 @@
 /// `refresh`: rotate a refresh token within its family (= its session).
 ///
-/// Rotation is one transaction: the old token ACTIVE → USED (conditional on still being ACTIVE),
-/// the new token put, and the session touched conditional on being active, so that no token minted
-/// by a refresh racing a revocation survives it. A USED token presented again within the grace
-/// period gets a fresh token of the same family (concurrent refreshes from one device all
-/// succeed); after it, the whole family is revoked.
+/// Two DynamoDB requests in the common case: one strongly consistent GetItem of the token's item
+/// (the token carries its key) and one transaction: the old token ACTIVE → USED (conditional on
+/// still being ACTIVE), the new token put, the session touched conditional on being active (so no
+/// token minted by a refresh racing a revocation survives it), and the profile conditional on the
+/// version of the user copy the old token carries (so that copy is exact and the user's items need
+/// no read). A USED token presented again within the grace period gets a fresh token of the same
+/// family (concurrent refreshes from one device all succeed); after it, the whole family is
+/// revoked. Access token and credentials are minted once, after the rotation commits.
 public struct RefreshFlow: Sendable {
     let services: AuthServices
 
     public init(services: AuthServices) { self.services = services }
 
+    enum Step: Hashable { case retireOld, profile, session }
+
     public func handle(_ body: RequestBody, logger: Logger) throws(AuthError) -> InvocationResponse {
         let presented = try body.requiredString("refreshToken", maximumBytes: 1024)
         var record = try lookUp(presented)
+        var user = record.user
         for _ in 0..<8 {
             let now = services.clock.nowSeconds
             if record.status == .revoked {
@@ -28,15 +34,15 @@ public struct RefreshFlow: Sendable {
                     throw AuthError(.refreshTokenReused, "the refresh token was already used; the session was signed out")
                 }
             }
-            let refresh = NewRefreshToken(random: services.random)
-            let tokens = try services.prepareTokens(userID: record.userID, sessionID: record.familyID, refresh: refresh, logger: logger)
-            guard let user = try services.loadUser(record.userID) else { throw revoked(record, logger: logger) }
+            if user == nil { user = try currentUser(of: record) }
+            guard let snapshot = user else { throw revoked(record, logger: logger) }
             let sessionCreatedAt = try sessionCreationTime(record)
-            let newItem = services.refreshRecord(for: refresh, userID: record.userID, sessionID: record.familyID,
-                                                 sessionCreatedAt: sessionCreatedAt)
-            var actions: [TransactWriteAction] = []
+            let refresh = RefreshTokenCredential(userID: record.userID, random: services.random)
+            let newItem = services.refreshRecord(for: refresh, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt,
+                                                 user: snapshot)
+            var plan = TransactionPlan<Step>()
             if record.status == .active {
-                actions.append(.update(
+                plan.add(.retireOld, .update(
                     key: record.key, update: "SET #status = :used, usedAt = :now, replacedBy = :next, #ttl = :ttl",
                     condition: "#status = :active",
                     attributes: ExpressionAttributes(
@@ -44,12 +50,13 @@ public struct RefreshFlow: Sendable {
                         values: [":used": .s("USED"), ":active": .s("ACTIVE"), ":now": .s(Timestamps.format(now)),
                                  ":next": newItem["SK"]!, ":ttl": .n(now + RefreshTokenRecord.usedVisibility)])))
             }
-            actions.append(.put(newItem))
-            actions.append(.update(
+            plan.add([.put(newItem)])
+            plan.add(.profile, .update(
                 key: Keys.profileKey(record.userID), update: "SET activeSessions.#sid = :now",
-                condition: "attribute_exists(activeSessions.#sid)",
-                attributes: ExpressionAttributes(names: ["#sid": record.familyID], values: [":now": .n(now)])))
-            actions.append(.update(
+                condition: "attribute_exists(activeSessions.#sid) AND #version = :version",
+                attributes: ExpressionAttributes(names: ["#sid": record.familyID, "#version": "version"],
+                                                 values: [":now": .n(now), ":version": .n(snapshot.profileVersion)])))
+            plan.add(.session, .update(
                 key: Keys.session(record.userID, record.familyID), update: "SET lastActiveAt = :now, #ttl = :ttl",
                 condition: "#status = :active",
                 attributes: ExpressionAttributes(
@@ -57,37 +64,74 @@ public struct RefreshFlow: Sendable {
                     values: [":now": .s(Timestamps.format(now)), ":active": .s("ACTIVE"),
                              ":ttl": .n(now + services.configuration.refreshTokenTTL)])))
 
-            guard let reasons = try services.table.transact(actions) else {
+            guard let cancellation = try services.table.run(plan) else {
                 logger.info("refreshed", ["userId": .string(record.userID), "sessionId": .string(record.familyID),
                                           "grace": .bool(record.status == .used)])
+                let tokens = try services.issueTokens(userID: record.userID, sessionID: record.familyID, refresh: refresh, logger: logger)
                 let issued = tokens.json(configuration: services.configuration)
                 let session: JSONValue = ["id": .string(record.familyID), "createdAt": .string(Timestamps.format(sessionCreatedAt))]
-                return InvocationResponse(body: ["user": user.json, "session": session, "tokens": issued.tokens,
+                return InvocationResponse(body: ["user": snapshot.json, "session": session, "tokens": issued.tokens,
                                                  "credentials": issued.credentials])
             }
-            let sessionChecks = record.status == .active ? [2, 3] : [1, 2]
-            if sessionChecks.contains(where: reasons.failed) { throw revoked(record, logger: logger) }
-            if record.status == .active, reasons.failed(0) {
+            if cancellation.failed(.session) { throw revoked(record, logger: logger) }
+            var understood = false
+            if cancellation.failed(.profile) {
+                // The user changed since this token was issued, or the session left the profile:
+                // the fresh read decides (nil: signed out).
+                user = nil
+                understood = true
+            }
+            if cancellation.failed(.retireOld) {
                 // Another refresh rotated it first: apply the USED rule to what it wrote.
                 guard let current = try services.table.read(record.key).flatMap(RefreshTokenRecord.init(item:)) else {
                     throw AuthError(.refreshTokenNotFound, "the refresh token is not known")
                 }
                 record = current
-                continue
+                understood = true
             }
-            throw AuthError(.internal, "internal error", detail: "refresh cancelled: \(reasons.map(\.code))")
+            guard understood else {
+                throw AuthError(.internal, "internal error", detail: "refresh cancelled: \(cancellation.codes)")
+            }
         }
         throw AuthError(.storeUnavailable, "the user store is too contended; try again", detail: "refresh gave up")
     }
 
+    /// The token's item, read strongly consistent through the key the token carries; its secret
+    /// is checked against the stored hash in constant time. A token of the earlier, unkeyed format
+    /// is found once through GSI1 and then re-read from the base table, so what decides the
+    /// rotation is never an index's possibly stale copy.
     func lookUp(_ token: String) throws(AuthError) -> RefreshTokenRecord {
-        let items = try services.table.queryAll(QueryRequest(
-            indexName: "GSI1", keyCondition: "GSI1PK = :hash",
-            attributes: ExpressionAttributes(values: [":hash": .s(Keys.refreshTokenIndex(hash: NewRefreshToken.hash(token)))])))
-        guard let record = items.lazy.compactMap(RefreshTokenRecord.init(item:)).first else {
-            throw AuthError(.refreshTokenNotFound, "the refresh token is not known")
+        let notFound = AuthError(.refreshTokenNotFound, "the refresh token is not known")
+        switch RefreshTokenCredential.parse(token) {
+        case .unknown:
+            throw notFound
+        case .keyed(let credential):
+            guard let record = try services.table.read(Keys.refreshToken(credential.userID, credential.tokenID))
+                    .flatMap(RefreshTokenRecord.init(item:)),
+                  let expected = record.secretHash, constantTimeEqual(expected.utf8, credential.secretHash.utf8) else {
+                throw notFound
+            }
+            return record
+        case .legacy(let tokenHash):
+            let items = try services.table.queryAll(QueryRequest(
+                indexName: "GSI1", keyCondition: "GSI1PK = :hash",
+                attributes: ExpressionAttributes(values: [":hash": .s(Keys.refreshTokenIndex(hash: tokenHash))])))
+            guard let indexed = items.lazy.compactMap(RefreshTokenRecord.init(item:)).first,
+                  let record = try services.table.read(indexed.key).flatMap(RefreshTokenRecord.init(item:)),
+                  record.secretHash == nil, constantTimeEqual(record.tokenHash.utf8, tokenHash.utf8) else {
+                throw notFound
+            }
+            return record
         }
-        return record
+    }
+
+    /// The user as the profile shows it now, or nil when the token's session is no longer one of
+    /// its active sessions (or the user is gone).
+    func currentUser(of record: RefreshTokenRecord) throws(AuthError) -> UserSnapshot? {
+        guard let user = try services.loadUser(record.userID), user.profile.activeSessions[record.familyID] != nil else {
+            return nil
+        }
+        return UserSnapshot(user)
     }
 
     func sessionCreationTime(_ record: RefreshTokenRecord) throws(AuthError) -> Int64 {

@@ -32,11 +32,8 @@ public struct SignInFlow: Sendable {
     public func handle(_ body: RequestBody, logger: Logger) throws(AuthError) -> InvocationResponse {
         let request = try SignInFlow.parse(body)
         let identity = try services.verifier.verify(request.idToken, provider: request.provider, nonce: request.nonce)
-        let (userID, isNewUser) = try findOrCreateUser(identity, profileName: request.profileName, logger: logger)
-        let opened = try SessionOpener(services: services).open(
-            userID: userID, identity: identity, profileName: request.profileName, device: request.device,
-            refreshProfile: !isNewUser, logger: logger)
-        logger.info("signed in", ["userId": .string(userID), "sessionId": .string(opened.session.sessionID),
+        let (opened, isNewUser) = try signIn(identity, request: request, logger: logger)
+        logger.info("signed in", ["userId": .string(opened.user.profile.userID), "sessionId": .string(opened.session.sessionID),
                                   "provider": .string(identity.provider.rawValue), "newUser": .bool(isNewUser)])
         let issued = opened.tokens.json(configuration: services.configuration)
         return InvocationResponse(body: [
@@ -45,73 +42,109 @@ public struct SignInFlow: Sendable {
         ])
     }
 
-    /// The identity's user: linked already, joined by verified email, or created. Creation is one
-    /// transaction conditional on the link not existing, so concurrent first sign-ins of one identity
-    /// create exactly one user; the losers re-read the link and sign in to the winner's user.
-    func findOrCreateUser(_ identity: VerifiedIdentity, profileName: String?, logger: Logger) throws(AuthError) -> (String, Bool) {
+    /// Finds the identity's user (linked already, or joined by verified email) or creates one, and
+    /// opens a session, in as few requests as the case allows: a returning user costs a GetItem
+    /// of the link, a Query of the user and one transaction; a new user the two GetItems (link,
+    /// email claim) and one transaction that creates the user and its first session together.
+    /// Creation is conditional on the link not existing, so concurrent first sign-ins of one
+    /// identity create exactly one user; the losers re-read the link and sign in to the winner.
+    func signIn(_ identity: VerifiedIdentity, request: Request, logger: Logger) throws(AuthError) -> (SessionOpener.Opened, Bool) {
         let table = services.table
+        let opener = SessionOpener(services: services)
         let linkKey = Keys.identityLink(identity.provider, identity.subject)
         let verifiedEmail = identity.emailVerified ? identity.email : nil
         var claimEmail = verifiedEmail != nil
         for _ in 0..<5 {
-            if let userID = try table.read(linkKey)?["userId"]?.stringValue { return (userID, false) }
-            let now = services.clock.nowSeconds
-            let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
-
+            if let userID = try table.read(linkKey)?["userId"]?.stringValue {
+                switch try opener.open(userID: userID, identity: identity, profileName: request.profileName, device: request.device,
+                                       joining: nil, logger: logger) {
+                case .opened(let opened): return (opened, false)
+                case .identityTaken, .ownerUnavailable:
+                    throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "user \(userID) has a link but no profile")
+                }
+            }
             if let email = verifiedEmail, services.configuration.emailLinking == .verified,
                let ownerID = try table.read(Keys.email(email))?["userId"]?.stringValue {
-                let reasons = try table.transact([
-                    .put(linked.linkItem(userID: ownerID), condition: "attribute_not_exists(PK)"),
-                    .put(linked.userSideItem(userID: ownerID), condition: "attribute_not_exists(PK)"),
-                    .update(key: Keys.profileKey(ownerID), update: "SET identityCount = identityCount + :one",
-                            condition: "attribute_exists(PK)", attributes: ExpressionAttributes(values: [":one": .n(1)])),
-                ])
-                guard let reasons else {
+                let now = services.clock.nowSeconds
+                let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
+                switch try opener.open(userID: ownerID, identity: identity, profileName: request.profileName, device: request.device,
+                                       joining: linked, logger: logger) {
+                case .opened(let opened):
                     logger.info("linked a new identity to an existing user by verified email",
                                 ["userId": .string(ownerID), "provider": .string(identity.provider.rawValue)])
-                    return (ownerID, false)
+                    return (opened, false)
+                case .identityTaken:
+                    continue  // the identity got linked meanwhile: re-read
+                case .ownerUnavailable:
+                    // The email's owner already has another identity of this provider (or vanished):
+                    // this identity becomes a user of its own, without the email claim.
+                    claimEmail = false
                 }
-                if reasons.failed(0) { continue }  // the identity got linked meanwhile: re-read
-                // The email's owner already has another identity of this provider (or vanished):
-                // this identity becomes a user of its own, without the email claim.
-                claimEmail = false
-            } else if verifiedEmail != nil, services.configuration.emailLinking == .never,
-                      try table.read(Keys.email(verifiedEmail!)) != nil {
+            } else if let email = verifiedEmail, services.configuration.emailLinking == .never, try table.read(Keys.email(email)) != nil {
                 claimEmail = false
             }
-
-            let userID = newIdentifier(services.random)
-            var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
-                                      displayName: identity.name ?? profileName, pictureURL: identity.picture, now: now)
-            profile.identityCount = 1
-            var actions: [TransactWriteAction] = [
-                .put(profile.item, condition: "attribute_not_exists(PK)"),
-                .put(linked.linkItem(userID: userID), condition: "attribute_not_exists(PK)"),
-                .put(linked.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"),
-            ]
-            if claimEmail, let email = verifiedEmail {
-                var emailItem = Keys.email(email).item
-                emailItem["userId"] = .s(userID)
-                actions.append(.put(emailItem, condition: "attribute_not_exists(PK)"))
-            }
-            guard let reasons = try table.transact(actions) else {
-                logger.info("created a user", ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
-                return (userID, true)
-            }
-            if reasons.failed(1) { continue }  // lost the race for this identity: sign in to the winner
-            if reasons.failed(3) {
+            switch try createUser(identity, request: request, claimEmail: claimEmail, logger: logger) {
+            case .created(let opened): return (opened, true)
+            case .identityTaken: continue  // lost the race for this identity: sign in to the winner
+            case .emailTaken:
                 // Someone claimed the email meanwhile: join them (verified linking) or skip the claim.
                 if services.configuration.emailLinking == .never { claimEmail = false }
-                continue
             }
-            throw AuthError(.internal, "internal error", detail: "user creation cancelled: \(reasons.map(\.code))")
         }
-        throw AuthError(.storeUnavailable, "the user store is too contended; try again", detail: "findOrCreateUser gave up")
+        throw AuthError(.storeUnavailable, "the user store is too contended; try again", detail: "sign-in gave up")
+    }
+
+    enum Creation {
+        case created(SessionOpener.Opened)
+        case identityTaken
+        case emailTaken
+    }
+
+    enum CreationStep: Hashable { case profile, link, email }
+
+    /// The user, both sides of its link, the email claim, the first session and its refresh token:
+    /// one transaction.
+    func createUser(_ identity: VerifiedIdentity, request: Request, claimEmail: Bool, logger: Logger) throws(AuthError) -> Creation {
+        let configuration = services.configuration
+        let userID = newIdentifier(services.random)
+        let sessionID = newIdentifier(services.random)
+        let refresh = RefreshTokenCredential(userID: userID, random: services.random)
+        let tokens = try services.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, logger: logger)
+        let now = services.clock.nowSeconds
+        let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
+        var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
+                                  displayName: identity.name ?? request.profileName, pictureURL: identity.picture, now: now)
+        profile.activeSessions[sessionID] = now
+        profile.version = 1
+        let user = UserView(profile: profile, identities: [linked])
+        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
+
+        var plan = TransactionPlan<CreationStep>()
+        plan.add(.profile, .put(profile.item, condition: "attribute_not_exists(PK)"))
+        plan.add(.link, .put(linked.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        plan.add([.put(linked.userSideItem(userID: userID), condition: "attribute_not_exists(PK)")])
+        if claimEmail, let email = identity.email {
+            var emailItem = Keys.email(email).item
+            emailItem["userId"] = .s(userID)
+            plan.add(.email, .put(emailItem, condition: "attribute_not_exists(PK)"))
+        }
+        plan.add([
+            .put(session.item(refreshTokenTTL: configuration.refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+            .put(services.refreshRecord(for: refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user))),
+        ])
+        guard let cancellation = try services.table.run(plan) else {
+            logger.info("created a user", ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
+            return .created(SessionOpener.Opened(user: user, session: session, tokens: tokens))
+        }
+        if cancellation.failed(.link) { return .identityTaken }
+        if cancellation.failed(.email) { return .emailTaken }
+        throw AuthError(.internal, "internal error", detail: "user creation cancelled: \(cancellation.codes)")
     }
 }
 
 /// Opens a session for a user (enforcing AUTH_MAX_SESSIONS) together with its first refresh token,
-/// and refreshes the profile, in one transaction guarded by the profile's version.
+/// and refreshes the profile, in one transaction guarded by the profile's version. Joining a new
+/// identity to the user (sign-in by verified email) rides in the same transaction.
 struct SessionOpener {
     let services: AuthServices
 
@@ -121,20 +154,36 @@ struct SessionOpener {
         var tokens: IssuedTokens
     }
 
+    enum Outcome {
+        case opened(Opened)
+        /// Joining: the identity was linked to someone meanwhile.
+        case identityTaken
+        /// Joining: the user is gone or already has an identity of this provider.
+        case ownerUnavailable
+    }
+
+    enum Step: Hashable { case profile, link, userSide }
+
     func open(userID: String, identity: VerifiedIdentity, profileName: String?, device: [String: String],
-              refreshProfile: Bool, logger: Logger) throws(AuthError) -> Opened {
+              joining: LinkedIdentity?, logger: Logger) throws(AuthError) -> Outcome {
         let configuration = services.configuration
         let sessionID = newIdentifier(services.random)
-        let refresh = NewRefreshToken(random: services.random)
-        let tokens = try services.prepareTokens(userID: userID, sessionID: sessionID, refresh: refresh, logger: logger)
+        let refresh = RefreshTokenCredential(userID: userID, random: services.random)
+        let tokens = try services.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, logger: logger)
         for attempt in 0...AuthServices.contentionBackoff.maximumRetries {
             if attempt > 0 { services.waitAfterLosingRace(attempt - 1) }
             let now = services.clock.nowSeconds
             guard var user = try services.loadUser(userID) else {
+                if joining != nil { return .ownerUnavailable }
                 throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "user \(userID) has a link but no profile")
             }
+            if let joining {
+                if user.identities.contains(where: { $0.provider == joining.provider }) { return .ownerUnavailable }
+                user.identities.append(joining)
+                user.profile.identityCount += 1
+            }
             let expectedVersion = user.profile.version
-            if refreshProfile { user.profile.refresh(from: identity, profileName: profileName) }
+            user.profile.refresh(from: identity, profileName: profileName)
             user.profile.lastSignInAt = now
             user.profile.updatedAt = now
             // Least recently active first; a full house evicts until the new session fits.
@@ -145,18 +194,23 @@ struct SessionOpener {
             user.profile.version = expectedVersion + 1
 
             let session = SessionRecord(userID: userID, sessionID: sessionID, device: device, now: now)
-            var actions: [TransactWriteAction] = [
-                .put(user.profile.item, condition: "#version = :expected",
-                     attributes: ExpressionAttributes(names: ["#version": "version"], values: [":expected": .n(expectedVersion)])),
-                .put(session.item(refreshTokenTTL: configuration.refreshTokenTTL), condition: "attribute_not_exists(PK)"),
-                .put(services.refreshRecord(for: refresh, userID: userID, sessionID: sessionID, sessionCreatedAt: now)),
-            ]
-            for evictedID in evicted {
-                actions.append(.update(key: Keys.session(userID, evictedID), update: "SET #status = :revoked, #ttl = :ttl",
-                                       attributes: ExpressionAttributes(names: ["#status": "status", "#ttl": "ttl"],
-                                                                        values: [":revoked": .s("REVOKED"), ":ttl": .n(now + RefreshTokenRecord.revokedVisibility)])))
+            var plan = TransactionPlan<Step>()
+            plan.add(.profile, .put(user.profile.item, condition: "#version = :expected",
+                                    attributes: ExpressionAttributes(names: ["#version": "version"], values: [":expected": .n(expectedVersion)])))
+            if let joining {
+                plan.add(.link, .put(joining.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
+                plan.add(.userSide, .put(joining.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"))
             }
-            guard let reasons = try services.table.transact(actions) else {
+            plan.add([
+                .put(session.item(refreshTokenTTL: configuration.refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+                .put(services.refreshRecord(for: refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user))),
+            ])
+            plan.add(evicted.map { evictedID in
+                .update(key: Keys.session(userID, evictedID), update: "SET #status = :revoked, #ttl = :ttl",
+                        attributes: ExpressionAttributes(names: ["#status": "status", "#ttl": "ttl"],
+                                                         values: [":revoked": .s("REVOKED"), ":ttl": .n(now + RefreshTokenRecord.revokedVisibility)]))
+            })
+            guard let cancellation = try services.table.run(plan) else {
                 for evictedID in evicted {
                     logger.info("session evicted by the session limit", ["userId": .string(userID), "sessionId": .string(evictedID)])
                     // The session is already revoked, which stops its tokens; marking them too keeps
@@ -168,10 +222,11 @@ struct SessionOpener {
                                        ["sessionId": .string(evictedID), "code": .string(error.code.rawValue)])
                     }
                 }
-                return Opened(user: user, session: session, tokens: tokens)
+                return .opened(Opened(user: user, session: session, tokens: tokens))
             }
-            if reasons.failed(0) { continue }  // a concurrent sign-in or refresh changed the profile
-            throw AuthError(.internal, "internal error", detail: "session opening cancelled: \(reasons.map(\.code))")
+            if cancellation.failed(.link) { return .identityTaken }
+            if cancellation.failed(.profile) || cancellation.failed(.userSide) { continue }  // a concurrent write changed the user
+            throw AuthError(.internal, "internal error", detail: "session opening cancelled: \(cancellation.codes)")
         }
         throw AuthError(.storeUnavailable, "the user store is too contended; try again", detail: "session opening gave up")
     }

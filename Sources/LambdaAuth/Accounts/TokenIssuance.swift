@@ -1,5 +1,5 @@
 /// What every successful sign-in and refresh returns besides the user: a new access token, a new
-/// refresh token (already stored by the caller's transaction) and temporary credentials.
+/// refresh token (stored by the flow's transaction) and temporary credentials.
 struct IssuedTokens {
     let accessToken: String
     let refreshToken: String
@@ -16,9 +16,9 @@ struct IssuedTokens {
 
 extension AuthServices {
     /// Mints the access token and credentials for a session whose new refresh token is `refresh`.
-    /// Done before the flow's write so that a failure here (no key, STS down) leaves the store as
-    /// it was.
-    func prepareTokens(userID: String, sessionID: String, refresh: NewRefreshToken, logger: Logger) throws(AuthError) -> IssuedTokens {
+    /// Sign-in does it before its write, so a failure (no key, STS down) leaves the store as it
+    /// was; refresh after its rotation commits, so that lost races never cost an STS call each.
+    func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, logger: Logger) throws(AuthError) -> IssuedTokens {
         guard let issuer = try accessTokenIssuer(create: true, logger: logger) else {
             throw AuthError(.internal, "internal error", detail: "no access-token signing key")
         }
@@ -28,11 +28,11 @@ extension AuthServices {
         return IssuedTokens(accessToken: accessToken, refreshToken: refresh.token, credentials: credentials)
     }
 
-    /// The stored form of a refresh token of `sessionID`'s family.
-    func refreshRecord(for refresh: NewRefreshToken, userID: String, sessionID: String, sessionCreatedAt: Int64) -> Item {
+    /// The stored form of a refresh token of `sessionID`'s family, issued to `user`.
+    func refreshRecord(for refresh: RefreshTokenCredential, sessionID: String, sessionCreatedAt: Int64, user: UserSnapshot) -> Item {
         let now = clock.nowSeconds
-        return RefreshTokenRecord(userID: userID, tokenID: newIdentifier(random), tokenHash: refresh.hash, familyID: sessionID,
-                                  createdAt: now, expiresAt: now + configuration.refreshTokenTTL, sessionCreatedAt: sessionCreatedAt).item
+        return RefreshTokenRecord(credential: refresh, familyID: sessionID, createdAt: now,
+                                  expiresAt: now + configuration.refreshTokenTTL, sessionCreatedAt: sessionCreatedAt, user: user).item
     }
 
     /// PROFILE and every identity of a user, in one query.

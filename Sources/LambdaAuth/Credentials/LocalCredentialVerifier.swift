@@ -90,7 +90,7 @@ public struct LocalCredentialVerifier: Sendable {
         }
         let expected = SigV4.signature(for: canonical, secret: opened.secretAccessKey, amzDate: amzDate,
                                        region: authorization.region, service: authorization.service)
-        guard constantTimeEqual(expected, authorization.signature) else {
+        guard constantTimeEqual(expected.utf8, authorization.signature.utf8) else {
             throw .signatureMismatch
         }
         if isS3 { try checkPrefix(canonical: canonical, request: request, prefix: opened.claims.prefix) }
@@ -109,15 +109,6 @@ public struct LocalCredentialVerifier: Sendable {
             .flatMap { SigV4.percentDecode($0.dropFirst("prefix=".count)) }
         if let listingPrefix, listingPrefix.hasPrefix(prefix) { return }
         throw .outsideUserPrefix(listingPrefix ?? path)
-    }
-
-    /// Compares every byte whatever the first difference, so timing tells nothing about the signature.
-    func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
-        let left = Array(lhs.utf8), right = Array(rhs.utf8)
-        guard left.count == right.count else { return false }
-        var difference: UInt8 = 0
-        for index in left.indices { difference |= left[index] ^ right[index] }
-        return difference == 0
     }
 }
 
