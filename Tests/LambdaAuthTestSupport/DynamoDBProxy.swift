@@ -16,7 +16,11 @@ public final class DynamoDBProxy: Sendable {
         self.faults = faults
         let client = CurlHTTPClient()
         server = try LoopbackHTTPServer { request in
-            if let fault = faults.response(for: DynamoDBProxy.operation(of: request)) { return fault }
+            let operation = DynamoDBProxy.operation(of: request)
+            if operation == "Query", let index = DynamoDBProxy.indexName(of: request), let refusal = faults.refusal(ofQueriesOn: index) {
+                return refusal
+            }
+            if let fault = faults.response(for: operation) { return fault }
             return DynamoDBProxy.forward(request, to: upstream, client: client)
         }
     }
@@ -29,6 +33,20 @@ public final class DynamoDBProxy: Sendable {
         faults.set(response, for: operation)
     }
 
+    /// From now on, answers every Query on `index` with a ValidationException: a global
+    /// secondary index is eventually consistent, so a flow whose decisions depend on one can be
+    /// wrong on AWS even when moto (always consistent) lets it pass. A flow that never asks the
+    /// index passes either way.
+    public func refuseQueries(onIndex index: String) {
+        faults.refuseQueries(on: index, with: .json(
+            ["__type": "com.amazonaws.dynamodb.v20120810#ValidationException",
+             "message": .string("this test refuses queries on \(index): they may be stale")],
+            status: 400, headers: [("Content-Type", "application/x-amz-json-1.0")]))
+    }
+
+    /// Queries on an index that the proxy received (refused or not).
+    public var indexQueries: Int { server.requests.filter { DynamoDBProxy.operation(of: $0) == "Query" && DynamoDBProxy.indexName(of: $0) != nil }.count }
+
     /// The operation of every request received so far, in order (retries included).
     public var operations: [String] { server.requests.map(DynamoDBProxy.operation) }
 
@@ -37,6 +55,10 @@ public final class DynamoDBProxy: Sendable {
     static func operation(of request: LoopbackHTTPServer.Request) -> String {
         let target = request.headers["x-amz-target"] ?? ""
         return target.hasPrefix(DynamoDBClient.targetPrefix) ? String(target.dropFirst(DynamoDBClient.targetPrefix.count)) : target
+    }
+
+    static func indexName(of request: LoopbackHTTPServer.Request) -> String? {
+        (try? JSONValue.parse(request.body))?["IndexName"]?.stringValue
     }
 
     static func forward(_ request: LoopbackHTTPServer.Request, to upstream: String,
@@ -54,6 +76,10 @@ public final class DynamoDBProxy: Sendable {
 private final class FaultBox: @unchecked Sendable {
     private let lock = Mutex()
     private var responses: [String: LoopbackHTTPServer.Response] = [:]
+    private var indexRefusals: [String: LoopbackHTTPServer.Response] = [:]
+
+    func refusal(ofQueriesOn index: String) -> LoopbackHTTPServer.Response? { lock.withLock { indexRefusals[index] } }
+    func refuseQueries(on index: String, with response: LoopbackHTTPServer.Response) { lock.withLock { indexRefusals[index] = response } }
 
     func response(for operation: String) -> LoopbackHTTPServer.Response? { lock.withLock { responses[operation] } }
     func set(_ response: LoopbackHTTPServer.Response?, for operation: String) { lock.withLock { responses[operation] = response } }
