@@ -69,8 +69,13 @@ public struct TestIssuer: Sendable {
 public enum TokenForge {
     public static func part(_ json: String) -> String { Base64.urlEncoded(Array(json.utf8)) }
 
+    /// `BASE64URL(header) '.' BASE64URL(payload)` of any JSON values, objects or not.
+    public static func signingInput(header: JSONValue, payload: JSONValue) -> String {
+        Base64.urlEncoded(header.serializedBytes()) + "." + Base64.urlEncoded(payload.serializedBytes())
+    }
+
     public static func token(header: JSONValue, payload: JSONValue, signature: [UInt8]) -> String {
-        JWSSigner.signingInput(header: header, payload: payload) + "." + Base64.urlEncoded(signature)
+        signingInput(header: header, payload: payload) + "." + Base64.urlEncoded(signature)
     }
 
     /// Replaces one dot-separated part of `token` (0 header, 1 payload, 2 signature).

@@ -90,19 +90,20 @@ public struct AccessTokenIssuer: Sendable {
         func invalid(_ reason: String) -> AuthError { AuthError(.accessTokenInvalid, "the access token \(reason)") }
         guard token.utf8.count <= 8192 else { throw invalid("is too long") }
         // The ID tokens' strict parser and algorithm checks, with their codes folded into ours.
-        let jws: CompactJWS
+        let parsed: JSONWebToken
         do {
-            jws = try CompactJWS(parsing: token)
-            _ = try jws.checkAlgorithm(allowed: [.es256])
+            parsed = try JSONWebToken(parsing: token)
+            _ = try parsed.jws.checkAlgorithm(allowed: [.es256])
         } catch {
             throw error.code == .unsupportedAlgorithm ? invalid("has the wrong algorithm") : invalid("is malformed")
         }
-        guard jws.keyID == key.keyID else { throw invalid("was not signed by this service's key") }
-        let verificationKey = JSONWebKey(keyID: key.keyID, material: .p256(key.privateKey.publicKey))
-        guard verificationKey.isValidSignature(jws.signature, for: jws.signingInput) else {
+        guard parsed.jws.keyID == key.keyID else { throw invalid("was not signed by this service's key") }
+        do {
+            try parsed.jws.verifySignature(with: JSONWebKey(keyID: key.keyID, material: .p256(key.privateKey.publicKey)))
+        } catch {
             throw invalid("signature does not verify")
         }
-        let claims = jws.payload
+        let claims = parsed.claims
         guard claims["iss"]?.stringValue == issuer else { throw invalid("has the wrong issuer") }
         guard let expiresAt = claims["exp"]?.int64Value else { throw invalid("has no expiry") }
         guard expiresAt > now else { throw invalid("expired at \(ISO8601.format(epochSeconds: expiresAt))") }

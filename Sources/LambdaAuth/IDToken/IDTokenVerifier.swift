@@ -104,16 +104,13 @@ public final class IDTokenVerifier: Sendable {
             throw AuthError(.providerNotConfigured,
                             "\(provider.rawValue) sign-in is not configured (AUTH_\(provider.rawValue.uppercased())_AUDIENCES is empty)")
         }
-        let jws = try CompactJWS(parsing: token)
-        _ = try jws.checkAlgorithm(allowed: [.rs256])
-        guard let keyID = jws.keyID, !keyID.isEmpty else {
+        let parsed = try JSONWebToken(parsing: token)
+        _ = try parsed.jws.checkAlgorithm(allowed: [.rs256])
+        guard let keyID = parsed.jws.keyID, !keyID.isEmpty else {
             throw AuthError(.unknownKeyID, "the token has no kid")
         }
-        let key = try state.keys.get().key(id: keyID)
-        guard key.isValidSignature(jws.signature, for: jws.signingInput) else {
-            throw AuthError(.invalidSignature, "the ID token's signature does not verify")
-        }
-        let claims = jws.payload
+        try parsed.jws.verifySignature(with: state.keys.get().key(id: keyID))
+        let claims = parsed.claims
         try IDTokenClaims.checkIssuer(claims, issuers: state.issuers)
         try IDTokenClaims.checkAudience(claims, audiences: state.audiences)
         try IDTokenClaims.checkTimes(claims, now: clock.now(), skew: clockSkew)

@@ -69,9 +69,9 @@ final class DevIdentityProviderProcessTests {
         // --aud defaults to the configured audience; --expires-in and --iat shape the times.
         let expired = mint(["--provider", "google", "--sub", "g-2", "--expires-in", "-120"])
         #expect(throws: AuthError.self) { try verifier.verify(expired, provider: .google, nonce: nil) }
-        let issued = try CompactJWS(parsing: mint(["--provider", "google", "--sub", "g-3", "--iat", "2026-01-01T00:00:00Z",
-                                                    "--aud", "x"]))
-        #expect(issued.payload["iat"] == 1_767_225_600 && issued.payload["exp"] == 1_767_229_200)
+        let issued = try JSONWebToken(parsing: mint(["--provider", "google", "--sub", "g-3", "--iat", "2026-01-01T00:00:00Z",
+                                                     "--aud", "x"]))
+        #expect(issued.claims["iat"] == 1_767_225_600 && issued.claims["exp"] == 1_767_229_200)
     }
 
     @Test func tokenRefusesBadArgumentsClearly() {

@@ -106,7 +106,7 @@ final class IDTokenVerifierTests {
         // The classic confusion attack: HMAC keyed with the bytes of the published RSA key.
         let claims = JSONValue.object(issuer.claims())
         let header: JSONValue = ["alg": "HS256", "kid": .string(issuer.keyID)]
-        let input = JWSSigner.signingInput(header: header, payload: claims)
+        let input = TokenForge.signingInput(header: header, payload: claims)
         let mac = HMAC<SHA256>.authenticationCode(for: Array(input.utf8),
                                                   using: SymmetricKey(data: issuer.jwks.serializedBytes()))
         #expect(try code(input + "." + Base64.urlEncoded(mac)) == .unsupportedAlgorithm)

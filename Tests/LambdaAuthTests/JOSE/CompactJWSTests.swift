@@ -5,9 +5,10 @@ import Testing
 @Suite struct CompactJWSTests {
     let issuer = TestIssuer()
 
+    /// What parsing `token` as a JWT (a compact JWS with a claims object) answers.
     func code(_ token: String) -> ErrorCode? {
         do {
-            _ = try CompactJWS(parsing: token)
+            _ = try JSONWebToken(parsing: token)
             return nil
         } catch {
             return error.code
@@ -16,11 +17,13 @@ import Testing
 
     @Test func exposesHeaderPayloadSigningInputAndSignature() throws {
         let token = issuer.token(issuer.claims())
-        let jws = try CompactJWS(parsing: token)
+        let jwt = try JSONWebToken(parsing: token)
+        let jws = jwt.jws
         #expect(jws.algorithm == "RS256")
         #expect(jws.keyID == issuer.keyID)
-        #expect(jws.payload["sub"] == "1234567890")
+        #expect(jwt.claims["sub"] == "1234567890")
         let parts = token.split(separator: ".")
+        #expect(jws.payload == Base64.urlDecoded(parts[1]))
         #expect(jws.signingInput == Array((parts[0] + "." + parts[1]).utf8))
         #expect(Base64.urlEncoded(jws.signature) == String(parts[2]))
         #expect(jws.signature.count == 256)
@@ -51,18 +54,27 @@ import Testing
         }
     }
 
+    @Test func aJWSPayloadIsBytesOnlyAJWTNeedsAClaimsObject() throws {
+        let header = TokenForge.part(#"{"alg":"RS256","kid":"k"}"#)
+        for payload in ["", "foo", "[1]", "{"] {
+            let token = "\(header).\(TokenForge.part(payload)).AAAA"
+            #expect(try CompactJWS(parsing: token).payload == Array(payload.utf8))
+            #expect(code(token) == .malformedToken, "\(payload)")
+        }
+    }
+
     @Test func refusesDuplicateMemberNamesEvenWhenSigned() throws {
         let duplicateHeader = issuer.token(headerJSON: #"{"alg":"RS256","kid":"test-key-0","alg":"none"}"#,
                                            payloadJSON: #"{"sub":"1"}"#)
         let duplicatePayload = issuer.token(headerJSON: #"{"alg":"RS256","kid":"test-key-0"}"#,
                                             payloadJSON: #"{"sub":"1","aud":"x","sub":"2"}"#)
         for token in [duplicateHeader, duplicatePayload] {
-            #expect(throws: AuthError.self) { try CompactJWS(parsing: token) }
+            #expect(throws: AuthError.self) { try JSONWebToken(parsing: token) }
             #expect(code(token) == .malformedToken)
         }
         // The message names neither the member nor any content.
         do {
-            _ = try CompactJWS(parsing: duplicatePayload)
+            _ = try JSONWebToken(parsing: duplicatePayload)
         } catch {
             #expect(error.message == "the token's payload has a duplicate member name")
         }

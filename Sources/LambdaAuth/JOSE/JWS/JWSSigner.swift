@@ -1,14 +1,10 @@
 import Crypto
 import CryptoExtras
 
-/// Builds compact JWS. Production never signs RS256 (providers do); the dev identity provider,
-/// the demo, the benchmark and the tests do, and they all go through here.
+/// Signs JWTs in compact serialization, every one we produce: our access tokens (ES256), and the
+/// dev identity provider's, the demo's, the benchmark's and the tests' ID tokens (RS256;
+/// production never signs RS256, the providers do).
 public enum JWSSigner {
-    /// `BASE64URL(header) '.' BASE64URL(payload)`, the JSON serialised deterministically.
-    public static func signingInput(header: JSONValue, payload: JSONValue) -> String {
-        Base64.urlEncoded(header.serializedBytes()) + "." + Base64.urlEncoded(payload.serializedBytes())
-    }
-
     /// An RS256 token (RSASSA-PKCS1-v1_5 with SHA-256, RFC 7518 §3.3). `header` gets `alg`
     /// and, when given, `kid`; anything else in it is kept as is.
     public static func signRS256(header: [String: JSONValue] = [:], payload: [String: JSONValue],
@@ -26,13 +22,14 @@ public enum JWSSigner {
         }
     }
 
+    /// The claims are serialised deterministically (sorted keys), so equal claims sign equal bytes.
     static func sign(header: [String: JSONValue], payload: [String: JSONValue], keyID: String?, algorithm: JWSAlgorithm,
                      signature: (SHA256Digest) throws -> [UInt8]) throws -> String {
         var header = header
         header["alg"] = .string(algorithm.rawValue)
         if let keyID { header["kid"] = .string(keyID) }
-        let input = signingInput(header: .object(header), payload: .object(payload))
-        return input + "." + Base64.urlEncoded(try signature(SHA256.hash(data: Array(input.utf8))))
+        let input = CompactJWS.signingInput(header: header, payload: JSONValue.object(payload).serializedBytes())
+        return CompactJWS.serialize(signingInput: input, signature: try signature(SHA256.hash(data: Array(input.utf8))))
     }
 }
 

@@ -1,10 +1,4 @@
-/// The JWS algorithms this project can check. Google and Apple sign ID tokens with RS256 only;
-/// ES256 exists for our own access tokens and for the generic check of RFC 7515 A.3.
-public enum JWSAlgorithm: String, Sendable, CaseIterable {
-    case rs256 = "RS256"
-    case es256 = "ES256"
-}
-
+/// The one way a JWS is verified, for every token we accept (ID tokens, our access tokens).
 extension CompactJWS {
     /// Header checks that come before any key is looked up: no `crit` (we understand no
     /// extension, so RFC 7515 §4.1.11 obliges us to refuse), and an `alg` among `allowed`.
@@ -20,8 +14,8 @@ extension CompactJWS {
         return algorithm
     }
 
-    /// The generic check of a JWS against one known key: header algorithm = the key's, then the
-    /// signature. Claims are not looked at.
+    /// The header's algorithm must be the key's (so a key never checks a signature of another
+    /// kind), then the signature must verify. Claims are not looked at.
     public func verifySignature(with key: JSONWebKey) throws(AuthError) {
         _ = try checkAlgorithm(allowed: [key.algorithm])
         guard key.isValidSignature(signature, for: signingInput) else {

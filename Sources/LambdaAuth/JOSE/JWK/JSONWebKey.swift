@@ -45,8 +45,7 @@ public struct JSONWebKey: Sendable {
             return decoded
         }
 
-        let expectedType = algorithm == .rs256 ? "RSA" : "EC"
-        guard try text("kty") == expectedType else { throw Unusable(description: "kty is not \(expectedType)") }
+        guard try text("kty") == algorithm.keyType else { throw Unusable(description: "kty is not \(algorithm.keyType)") }
         if let use = try text("use"), use != "sig" { throw Unusable(description: "use is not sig") }
         if let declared = try text("alg"), declared != algorithm.rawValue {
             throw Unusable(description: "alg is not \(algorithm.rawValue)")

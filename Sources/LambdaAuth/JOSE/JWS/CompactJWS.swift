@@ -1,14 +1,15 @@
 /// A JWS in compact serialization (RFC 7515 §7.1), parsed strictly and not yet verified.
 ///
-/// Strict on purpose: exactly three parts, each canonical unpadded base64url, header and payload
-/// JSON objects without duplicate member names. A token that could be spelled several ways, or
-/// whose JSON two parsers could read differently, is refused before any key is looked at.
+/// Strict on purpose: exactly three parts, each canonical unpadded base64url, the header a JSON
+/// object without duplicate member names. A token that could be spelled several ways, or whose
+/// header two parsers could read differently, is refused before any key is looked at. The payload
+/// is bytes here; `JSONWebToken` reads it as claims.
 public struct CompactJWS: Sendable {
     /// Contract: an ID token longer than 16 KiB is refused before any parsing of its content.
     public static let maximumBytes = 16 << 10
 
     public let header: [String: JSONValue]
-    public let payload: [String: JSONValue]
+    public let payload: [UInt8]
     /// `BASE64URL(header) || '.' || BASE64URL(payload)`, the bytes the signature covers.
     public let signingInput: [UInt8]
     /// May be empty (an unsigned `alg: none` token parses; it is refused by the algorithm check).
@@ -31,19 +32,31 @@ public struct CompactJWS: Sendable {
         else {
             throw CompactJWS.malformed("the token must have three parts separated by dots")
         }
-        header = try CompactJWS.decodeObject(bytes[..<firstDot], what: "header")
-        payload = try CompactJWS.decodeObject(bytes[(firstDot + 1)..<secondDot], what: "payload")
-        guard let signature = Base64.decode(Array(bytes[(secondDot + 1)...]), table: Base64.urlTable, padded: false) else {
-            throw CompactJWS.malformed("the token's signature is not canonical base64url")
-        }
-        self.signature = signature
+        header = try CompactJWS.parseObject(CompactJWS.decodePart(bytes[..<firstDot], what: "header"), what: "header")
+        payload = try CompactJWS.decodePart(bytes[(firstDot + 1)..<secondDot], what: "payload")
+        signature = try CompactJWS.decodePart(bytes[(secondDot + 1)...], what: "signature")
         signingInput = Array(bytes[..<secondDot])
     }
 
-    static func decodeObject(_ part: ArraySlice<UInt8>, what: String) throws(AuthError) -> [String: JSONValue] {
-        guard let json = Base64.decode(Array(part), table: Base64.urlTable, padded: false) else {
+    /// `BASE64URL(header) '.' BASE64URL(payload)`: what a signer signs.
+    public static func signingInput(header: [String: JSONValue], payload: [UInt8]) -> String {
+        Base64.urlEncoded(JSONValue.object(header).serializedBytes()) + "." + Base64.urlEncoded(payload)
+    }
+
+    /// The compact serialization of a signed `signingInput`.
+    public static func serialize(signingInput: String, signature: [UInt8]) -> String {
+        signingInput + "." + Base64.urlEncoded(signature)
+    }
+
+    static func decodePart(_ part: ArraySlice<UInt8>, what: String) throws(AuthError) -> [UInt8] {
+        guard let decoded = Base64.decode(Array(part), table: Base64.urlTable, padded: false) else {
             throw malformed("the token's \(what) is not canonical base64url")
         }
+        return decoded
+    }
+
+    /// A JSON object without duplicate member names, as the header and JWT claims must be.
+    static func parseObject(_ json: [UInt8], what: String) throws(AuthError) -> [String: JSONValue] {
         let value: JSONValue
         do {
             value = try JSONValue.parse(json)

@@ -9,16 +9,16 @@ import Testing
     }
 
     @Test func appendixA2VerifiesWithRS256() throws {
-        let jws = try CompactJWS(parsing: RFC7515Vectors.rs256Token)
+        let jwt = try JSONWebToken(parsing: RFC7515Vectors.rs256Token)
         let key = try Self.key(RFC7515Vectors.rs256JWK, .rs256)
-        try jws.verifySignature(with: key)
-        #expect(jws.payload["iss"] == "joe")
-        #expect(jws.payload["http://example.com/is_root"] == true)
+        try jwt.jws.verifySignature(with: key)
+        #expect(jwt.claims["iss"] == "joe")
+        #expect(jwt.claims["http://example.com/is_root"] == true)
         // The claims' times are checked against a clock pinned before the 2011 expiry...
-        try IDTokenClaims.checkTimes(jws.payload, now: RFC7515Vectors.expiry - 3600, skew: 60)
+        try IDTokenClaims.checkTimes(jwt.claims, now: RFC7515Vectors.expiry - 3600, skew: 60)
         // ...and the same token is expired once that clock passes exp + skew.
         #expect(throws: AuthError.self) {
-            try IDTokenClaims.checkTimes(jws.payload, now: RFC7515Vectors.expiry + 60, skew: 60)
+            try IDTokenClaims.checkTimes(jwt.claims, now: RFC7515Vectors.expiry + 60, skew: 60)
         }
     }
 
