@@ -1,6 +1,6 @@
 import LambdaAuth
 
-/// The world's flows run in this process over a `RecordingTable`, so a test can count (and
+/// The world's handlers run in this process over a `RecordingTable`, so a test can count (and
 /// refuse) the requests each flow makes against the local store, as the DynamoDB proxy does for
 /// whole handler processes on moto.
 public struct InProcessFlows: Sendable {
@@ -13,19 +13,26 @@ public struct InProcessFlows: Sendable {
                                     logger: Logger(minimumLevel: .error), table: table)
     }
 
-    static let logger = Logger(minimumLevel: .error)
+    static let context = InvocationContext(requestID: "in-process", logger: Logger(minimumLevel: .error))
+
+    /// Runs a handler on a direct event in this process; a contract error is thrown as AuthError.
+    func invoke(_ handler: any RequestHandler, _ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {
+        do {
+            return try handler.handle(InvocationRequest(kind: .direct, method: method, body: fields), context: InProcessFlows.context).body
+        } catch {
+            throw AuthError.from(error)
+        }
+    }
 
     public func signIn(_ provider: ProviderName = .google, idToken: String) throws(AuthError) -> JSONValue {
-        try SignInFlow(services: services).handle(RequestBody(["provider": .string(provider.rawValue), "idToken": .string(idToken)]),
-                                                  logger: InProcessFlows.logger).body
+        try invoke(SignInHandler(services: services), ["provider": .string(provider.rawValue), "idToken": .string(idToken)])
     }
 
     public func refresh(_ refreshToken: String) throws(AuthError) -> JSONValue {
-        try RefreshFlow(services: services).handle(RequestBody(["refreshToken": .string(refreshToken)]), logger: InProcessFlows.logger).body
+        try invoke(RefreshHandler(services: services), ["refreshToken": .string(refreshToken)])
     }
 
     public func linkProvider(_ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {
-        try LinkProviderFlow(services: services).handle(InvocationRequest(kind: .direct, method: method, body: fields),
-                                                        logger: InProcessFlows.logger).body
+        try invoke(LinkProviderHandler(services: services), fields, method: method)
     }
 }

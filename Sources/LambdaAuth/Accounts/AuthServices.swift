@@ -1,92 +1,58 @@
-import Crypto
-
-/// Everything a flow needs, built once per process from the configuration and kept warm between
-/// invocations of a resident Lambda process: the table, the ID token verifier (with its JWKS
-/// cache), the access-token key and the credential issuer.
-public final class AuthServices: @unchecked Sendable {
+/// The composition root of a handler process: built once from the configuration and kept warm
+/// between invocations of a resident Lambda process. It owns the table, the ID token verifier
+/// (with its JWKS cache) and the token service, and hands each flow only the parts it uses.
+public final class AuthServices: Sendable {
     public let configuration: AuthConfiguration
     public let clock: any Clock
     public let random: any RandomSource
-    /// Waits between optimistic retries of a contended write (`contentionBackoff`).
-    public let sleeper: any Sleeper
     public let table: any Table
     public let verifier: IDTokenVerifier
-    let httpClient: any HTTPClient
-    private let lock = Mutex()
-    private var cachedAccessTokenIssuer: AccessTokenIssuer?
-    private var cachedCredentialIssuer: (any CredentialIssuer)?
+    let tokens: TokenService
+    let store: AccountStore
+    let retry: OptimisticRetry
 
     public init(configuration: AuthConfiguration, logger: Logger, table: (any Table)? = nil,
                 httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource(),
                 sleeper: any Sleeper = SystemSleeper()) throws(AuthError) {
         self.configuration = configuration
-        self.clock = configuration.clock
+        clock = configuration.clock
         self.random = random
-        self.sleeper = sleeper
         let httpClient = httpClient ?? CurlHTTPClient()
-        self.httpClient = httpClient
+        let store: any Table
         if let table {
-            self.table = table
+            store = table
         } else {
-            self.table = try makeTable(configuration, clock: configuration.clock)
+            store = try makeTable(configuration, clock: configuration.clock)
         }
-        self.verifier = IDTokenVerifier(configuration: configuration, httpClient: httpClient, clock: configuration.clock, logger: logger)
-        if let pem = configuration.signingKeyPEM {
-            cachedAccessTokenIssuer = AccessTokenIssuer(key: try AccessTokenKey(pem: pem), issuer: configuration.issuer,
-                                                        lifetime: configuration.accessTokenTTL)
-        }
+        self.table = store
+        verifier = IDTokenVerifier(configuration: configuration, httpClient: httpClient, clock: configuration.clock, logger: logger)
+        tokens = try TokenService(configuration: configuration, table: store, clock: configuration.clock, random: random)
+        self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL)
+        retry = OptimisticRetry(sleeper: sleeper, random: random)
     }
 
-    /// Jittered waits before retrying a transaction that lost an optimistic race (a profile
-    /// version another sign-in bumped first). Without them, contenders that lost together retry
-    /// together and most lose again: 16 simultaneous sign-ins of one user on DynamoDB ran out
-    /// of attempts. Each winner makes the others' next attempt lose again, so the waits must
-    /// outlast the contenders' turns one after another: windows of 20 ms doubling to 1 s, ten
-    /// retries, about 5 s at the very worst.
-    static let contentionBackoff = RetryPolicy(maximumRetries: 10, baseDelay: 0.02, maximumDelay: 1)
-
-    func waitAfterLosingRace(_ attempt: Int) {
-        sleeper.sleep(seconds: AuthServices.contentionBackoff.delay(beforeRetry: attempt, random: random))
+    var signIn: SignInFlow {
+        SignInFlow(verifier: verifier, tokens: tokens, store: store, clock: clock, random: random, retry: retry,
+                   emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions)
     }
 
-    /// The access-token issuer; with no configured key, the dev key inside the local store, which
-    /// is created only when `create` (issuing paths), never by a verification.
-    func accessTokenIssuer(create: Bool, logger: Logger) throws(AuthError) -> AccessTokenIssuer? {
-        if let cached = lock.withLock({ cachedAccessTokenIssuer }) { return cached }
-        guard let key = try DevSecrets.signingKey(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
-            return nil
-        }
-        let issuer = AccessTokenIssuer(key: key, issuer: configuration.issuer, lifetime: configuration.accessTokenTTL)
-        lock.withLock { cachedAccessTokenIssuer = issuer }
-        return issuer
+    var refresh: RefreshFlow {
+        RefreshFlow(tokens: tokens, store: store, clock: clock, random: random, retry: retry, refreshGrace: configuration.refreshGrace)
+    }
+
+    var linkProvider: LinkProviderFlow {
+        LinkProviderFlow(verifier: verifier, callerCheck: CallerCheck(tokens: tokens, store: store), store: store, clock: clock, retry: retry)
     }
 
     /// The access-token key, if one is configured or was created; never creates one.
     public func accessTokenKey() throws(AuthError) -> AccessTokenKey? {
-        try accessTokenIssuer(create: false, logger: Logger(minimumLevel: .error))?.key
+        try tokens.accessTokenIssuer(create: false, logger: Logger(minimumLevel: .error))?.key
     }
 
     /// The development credentials secret kept in the local store, if one was created; never creates one.
     public func existingDevCredentialsSecret() throws(AuthError) -> String? {
         try DevSecrets.credentialsSecret(in: table, create: false, now: clock.nowSeconds, random: random,
                                          logger: Logger(minimumLevel: .error))
-    }
-
-    func credentialIssuer(logger: Logger) throws(AuthError) -> any CredentialIssuer {
-        if let cached = lock.withLock({ cachedCredentialIssuer }) { return cached }
-        let issuer: any CredentialIssuer
-        switch configuration.credentialsMode {
-        case .local:
-            var secret = configuration.credentialsSecret
-            if secret == nil {
-                secret = try DevSecrets.credentialsSecret(in: table, create: true, now: clock.nowSeconds, random: random, logger: logger)
-            }
-            issuer = LocalCredentialMinter(masterSecret: secret!, lifetime: configuration.credentialsTTL, random: random)
-        case .sts:
-            issuer = try STSCredentialIssuer(configuration: configuration)
-        }
-        lock.withLock { cachedCredentialIssuer = issuer }
-        return issuer
     }
 }
 

@@ -20,6 +20,7 @@ enum Keys {
         TableKey(pk: user(userID), sk: "REFRESH#\(tokenID)")
     }
     static func refreshTokenIndex(hash: String) -> String { "REFRESH#\(hash)" }
+    static let refreshTokenPrefix = "REFRESH#"
     /// Upper bound for a query that returns PROFILE and every IDENTITY# item of a user but none of
     /// the (possibly many) REFRESH# and SESSION# items: "IDENTITY#…" < "PROFILE" < "Q".
     static let profileAndIdentitiesUpperBound = "Q"
@@ -146,6 +147,11 @@ struct LinkedIdentity: Sendable {
     }
 }
 
+enum SessionStatus: String, Sendable {
+    case active = "ACTIVE"
+    case revoked = "REVOKED"
+}
+
 enum RefreshTokenStatus: String, Sendable {
     case active = "ACTIVE"
     case used = "USED"
@@ -261,7 +267,7 @@ struct SessionRecord: Sendable {
     var device: [String: String]
     var createdAt: Int64
     var lastActiveAt: Int64
-    var status: String
+    var status: SessionStatus
 
     init(userID: String, sessionID: String, device: [String: String], now: Int64) {
         self.userID = userID
@@ -269,7 +275,7 @@ struct SessionRecord: Sendable {
         self.device = device
         self.createdAt = now
         self.lastActiveAt = now
-        self.status = "ACTIVE"
+        self.status = .active
     }
 
     init?(item: Item) {
@@ -284,7 +290,7 @@ struct SessionRecord: Sendable {
         self.device = device
         createdAt = item["createdAt"].flatMap(Timestamps.parse) ?? 0
         lastActiveAt = item["lastActiveAt"].flatMap(Timestamps.parse) ?? createdAt
-        status = item["status"]?.stringValue ?? "ACTIVE"
+        status = item["status"]?.stringValue.flatMap(SessionStatus.init(rawValue:)) ?? .active
     }
 
     func item(refreshTokenTTL: Int64) -> Item {
@@ -292,7 +298,7 @@ struct SessionRecord: Sendable {
         item["device"] = .m(device.mapValues(AttributeValue.s))
         item["createdAt"] = .s(Timestamps.format(createdAt))
         item["lastActiveAt"] = .s(Timestamps.format(lastActiveAt))
-        item["status"] = .s(status)
+        item["status"] = .s(status.rawValue)
         // A session outlives its last refresh token by nothing: after that it cannot be resumed.
         item["ttl"] = .n(lastActiveAt + refreshTokenTTL)
         return item

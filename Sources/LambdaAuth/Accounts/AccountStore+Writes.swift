@@ -1,0 +1,213 @@
+/// The account flows' writes: each is one transaction whose steps are named, so an outcome says
+/// which condition failed rather than which position in the transaction did.
+extension AccountStore {
+    /// The stored form of a new refresh token of `sessionID`'s family, issued to `user`.
+    func newRefreshToken(_ credential: RefreshTokenCredential, sessionID: String, sessionCreatedAt: Int64,
+                         user: UserSnapshot, now: Int64) -> RefreshTokenRecord {
+        RefreshTokenRecord(credential: credential, familyID: sessionID, createdAt: now, expiresAt: now + refreshTokenTTL,
+                           sessionCreatedAt: sessionCreatedAt, user: user)
+    }
+
+    // MARK: - A new user
+
+    struct NewAccount {
+        /// Version 1, with the first session among its active sessions and its one identity.
+        var user: UserView
+        var identity: LinkedIdentity
+        /// The verified email to claim for this user, if any.
+        var emailClaim: String?
+        var session: SessionRecord
+        var refreshToken: RefreshTokenRecord
+    }
+
+    enum AccountCreation {
+        case created
+        /// The identity got linked to someone meanwhile.
+        case identityTaken
+        /// The email got claimed by someone meanwhile.
+        case emailTaken
+    }
+
+    private enum CreationStep: Hashable { case profile, link, email }
+
+    /// The user, both sides of its link, the email claim, the first session and its refresh token:
+    /// one transaction, conditional on none of them existing (concurrent first sign-ins of one
+    /// identity create exactly one user).
+    func create(_ account: NewAccount) throws(AuthError) -> AccountCreation {
+        let userID = account.user.profile.userID
+        var plan = TransactionPlan<CreationStep>()
+        plan.add(.profile, .put(account.user.profile.item, condition: "attribute_not_exists(PK)"))
+        plan.add(.link, .put(account.identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        plan.add([.put(account.identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)")])
+        if let email = account.emailClaim {
+            var emailItem = Keys.email(email).item
+            emailItem["userId"] = .s(userID)
+            plan.add(.email, .put(emailItem, condition: "attribute_not_exists(PK)"))
+        }
+        plan.add([
+            .put(account.session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+            .put(account.refreshToken.item),
+        ])
+        guard let cancellation = try table.run(plan) else { return .created }
+        if cancellation.failed(.link) { return .identityTaken }
+        if cancellation.failed(.email) { return .emailTaken }
+        throw AuthError(.internal, "internal error", detail: "user creation cancelled: \(cancellation.codes)")
+    }
+
+    // MARK: - A new session of an existing user
+
+    struct SessionOpening {
+        /// The user as it will be: profile refreshed, session added, evictions removed, version + 1.
+        var user: UserView
+        /// The profile version the flow read.
+        var readVersion: Int64
+        /// An identity joining the user in the same transaction (sign-in by verified email).
+        var joining: LinkedIdentity?
+        var session: SessionRecord
+        var refreshToken: RefreshTokenRecord
+        /// Sessions leaving to respect the session limit.
+        var evicted: [String]
+    }
+
+    enum SessionOpeningOutcome {
+        case opened
+        /// Another write changed the user since the flow read it.
+        case userChanged
+        /// Joining: the identity got linked to someone meanwhile.
+        case identityTaken
+    }
+
+    private enum OpeningStep: Hashable { case profile, link, userSide }
+
+    func open(_ opening: SessionOpening, now: Int64) throws(AuthError) -> SessionOpeningOutcome {
+        let userID = opening.user.profile.userID
+        var plan = TransactionPlan<OpeningStep>()
+        plan.add(.profile, .put(opening.user.profile.item, condition: "#version = :read",
+                                attributes: ExpressionAttributes(names: ["#version": "version"], values: [":read": .n(opening.readVersion)])))
+        if let joining = opening.joining {
+            plan.add(.link, .put(joining.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
+            plan.add(.userSide, .put(joining.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        }
+        plan.add([
+            .put(opening.session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+            .put(opening.refreshToken.item),
+        ])
+        plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
+        guard let cancellation = try table.run(plan) else { return .opened }
+        if cancellation.failed(.link) { return .identityTaken }
+        if cancellation.failed(.profile) || cancellation.failed(.userSide) { return .userChanged }
+        throw AuthError(.internal, "internal error", detail: "session opening cancelled: \(cancellation.codes)")
+    }
+
+    // MARK: - Refresh token rotation
+
+    enum RotationOutcome {
+        case rotated
+        /// The session was signed out: the token is dead.
+        case sessionRevoked
+        /// Lost a race: the user changed since the token's copy was made (or the session left
+        /// the profile), and/or another refresh rotated the token first.
+        case lostRace(userChanged: Bool, tokenRotated: Bool)
+    }
+
+    private enum RotationStep: Hashable { case retireOld, profile, session }
+
+    /// The old token ACTIVE → USED (skipped for a USED token within its grace period), the new
+    /// token put, the profile checked at the version of the user copy the new token carries and
+    /// with the session still active, and the session touched conditional on being active, so no
+    /// token minted by a refresh racing a revocation survives it.
+    func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64, now: Int64) throws(AuthError) -> RotationOutcome {
+        var plan = TransactionPlan<RotationStep>()
+        if old.status == .active {
+            plan.add(.retireOld, .update(
+                key: old.key, update: "SET #status = :used, usedAt = :now, replacedBy = :next, #ttl = :ttl",
+                condition: "#status = :active",
+                attributes: ExpressionAttributes(
+                    names: ["#status": "status", "#ttl": "ttl"],
+                    values: [":used": .s(RefreshTokenStatus.used.rawValue), ":active": .s(RefreshTokenStatus.active.rawValue),
+                             ":now": .s(Timestamps.format(now)), ":next": .s(new.key.sk),
+                             ":ttl": .n(now + RefreshTokenRecord.usedVisibility)])))
+        }
+        plan.add([.put(new.item)])
+        plan.add(.profile, .update(
+            key: Keys.profileKey(old.userID), update: "SET activeSessions.#sid = :now",
+            condition: "attribute_exists(activeSessions.#sid) AND #version = :version",
+            attributes: ExpressionAttributes(names: ["#sid": old.familyID, "#version": "version"],
+                                             values: [":now": .n(now), ":version": .n(userVersion)])))
+        plan.add(.session, .update(
+            key: Keys.session(old.userID, old.familyID), update: "SET lastActiveAt = :now, #ttl = :ttl",
+            condition: "#status = :active",
+            attributes: ExpressionAttributes(
+                names: ["#status": "status", "#ttl": "ttl"],
+                values: [":now": .s(Timestamps.format(now)), ":active": .s(SessionStatus.active.rawValue),
+                         ":ttl": .n(now + refreshTokenTTL)])))
+        guard let cancellation = try table.run(plan) else { return .rotated }
+        if cancellation.failed(.session) { return .sessionRevoked }
+        let userChanged = cancellation.failed(.profile), tokenRotated = cancellation.failed(.retireOld)
+        guard userChanged || tokenRotated else {
+            throw AuthError(.internal, "internal error", detail: "refresh cancelled: \(cancellation.codes)")
+        }
+        return .lostRace(userChanged: userChanged, tokenRotated: tokenRotated)
+    }
+
+    // MARK: - Linking and unlinking
+
+    enum IdentityChange {
+        case committed
+        /// The user, the identity or the caller's session changed since the flow read them.
+        case lostRace
+    }
+
+    private enum LinkStep: Hashable { case link, userSide, profile }
+
+    /// Both sides of the link, with the profile conditional on the version the flow read (so its
+    /// copy of the user was exact) and on the caller's session still being active.
+    func link(_ identity: LinkedIdentity, to user: UserView, callerSessionID: String, now: Int64) throws(AuthError) -> IdentityChange {
+        let userID = user.profile.userID
+        var plan = TransactionPlan<LinkStep>()
+        plan.add(.link, .put(identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        plan.add(.userSide, .put(identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        plan.add(.profile, identityCountChange(user, by: 1, callerSessionID: callerSessionID, now: now))
+        guard let cancellation = try table.run(plan) else { return .committed }
+        guard cancellation.failed(.link) || cancellation.failed(.userSide) || cancellation.failed(.profile) else {
+            throw AuthError(.internal, "internal error", detail: "link cancelled: \(cancellation.codes)")
+        }
+        return .lostRace
+    }
+
+    private enum UnlinkStep: Hashable { case profile, userSide, link }
+
+    func unlink(_ identity: LinkedIdentity, from user: UserView, callerSessionID: String, now: Int64) throws(AuthError) -> IdentityChange {
+        let userID = user.profile.userID
+        var plan = TransactionPlan<UnlinkStep>()
+        plan.add(.profile, identityCountChange(user, by: -1, callerSessionID: callerSessionID, now: now))
+        plan.add(.userSide, .delete(key: Keys.userIdentity(userID, identity.provider), condition: "subject = :subject",
+                                    attributes: ExpressionAttributes(values: [":subject": .s(identity.subject)])))
+        plan.add(.link, .delete(key: Keys.identityLink(identity.provider, identity.subject), condition: "userId = :user",
+                                attributes: ExpressionAttributes(values: [":user": .s(userID)])))
+        guard let cancellation = try table.run(plan) else { return .committed }
+        guard cancellation.failed(.profile) || cancellation.failed(.userSide) || cancellation.failed(.link) else {
+            throw AuthError(.internal, "internal error", detail: "unlink cancelled: \(cancellation.codes)")
+        }
+        return .lostRace
+    }
+
+    /// Bumps the version because the user's identities change.
+    private func identityCountChange(_ user: UserView, by delta: Int64, callerSessionID: String, now: Int64) -> TransactWriteAction {
+        .update(key: Keys.profileKey(user.profile.userID),
+                update: "SET identityCount = identityCount + :delta, updatedAt = :now, #version = #version + :one",
+                condition: "attribute_exists(activeSessions.#sid) AND #version = :version",
+                attributes: ExpressionAttributes(
+                    names: ["#sid": callerSessionID, "#version": "version"],
+                    values: [":delta": .n(delta), ":now": .s(Timestamps.format(now)), ":one": .n(1), ":version": .n(user.profile.version)]))
+    }
+}
+
+extension UserProfile {
+    /// What `AccountStore.link`/`unlink` do to the stored profile, applied to a copy.
+    mutating func apply(identityDelta: Int64, now: Int64) {
+        identityCount += identityDelta
+        updatedAt = now
+        version += 1
+    }
+}

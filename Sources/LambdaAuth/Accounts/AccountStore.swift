@@ -1,0 +1,107 @@
+/// The single-table layout (contract sections 6 and 12) behind the few operations the account
+/// flows need. Flows decide; the store knows keys, item shapes, conditions and which named step of
+/// a transaction failed, and turns table failures into the contract's errors. Every read here
+/// decides a write, so every read is strongly consistent (GetItem and base-table Query are).
+struct AccountStore: Sendable {
+    let table: any Table
+    /// Sessions and refresh tokens live this long past their last use.
+    let refreshTokenTTL: Int64
+
+    // MARK: - Reads
+
+    /// The user an identity is linked to.
+    func linkedUserID(_ provider: ProviderName, _ subject: String) throws(AuthError) -> String? {
+        try table.read(Keys.identityLink(provider, subject))?["userId"]?.stringValue
+    }
+
+    /// The user holding the claim on a verified email address.
+    func emailOwner(_ email: String) throws(AuthError) -> String? {
+        try table.read(Keys.email(email))?["userId"]?.stringValue
+    }
+
+    /// PROFILE and every identity of a user, in one query (none of the many SESSION#/REFRESH# items).
+    func user(_ userID: String) throws(AuthError) -> UserView? {
+        let items = try table.queryAll(QueryRequest(
+            keyCondition: "PK = :pk AND SK < :upper",
+            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":upper": .s(Keys.profileAndIdentitiesUpperBound)])))
+        var profile: UserProfile?
+        var identities: [LinkedIdentity] = []
+        for item in items {
+            if let parsed = UserProfile(item: item) { profile = parsed }
+            if let identity = LinkedIdentity(userSideItem: item) { identities.append(identity) }
+        }
+        return profile.map { UserView(profile: $0, identities: identities) }
+    }
+
+    /// A keyed refresh token's item, provided the token's secret hashes to the stored
+    /// `secretHash` (compared in constant time: a forged secret learns nothing from timing).
+    func refreshToken(_ credential: RefreshTokenCredential) throws(AuthError) -> RefreshTokenRecord? {
+        guard let record = try refreshToken(at: Keys.refreshToken(credential.userID, credential.tokenID)),
+              let expected = record.secretHash, constantTimeEqual(expected.utf8, credential.secretHash.utf8) else { return nil }
+        return record
+    }
+
+    /// A token of the earlier, unkeyed format: located through GSI1 by its hash, then re-read
+    /// from the base table, so the index's possibly stale copy decides nothing.
+    func refreshToken(legacyHash tokenHash: String) throws(AuthError) -> RefreshTokenRecord? {
+        let located = try table.queryAll(QueryRequest(
+            indexName: "GSI1", keyCondition: "GSI1PK = :hash",
+            attributes: ExpressionAttributes(values: [":hash": .s(Keys.refreshTokenIndex(hash: tokenHash))])))
+        guard let indexed = located.lazy.compactMap(RefreshTokenRecord.init(item:)).first,
+              let record = try refreshToken(at: indexed.key),
+              record.secretHash == nil, constantTimeEqual(record.tokenHash.utf8, tokenHash.utf8) else { return nil }
+        return record
+    }
+
+    func refreshToken(at key: TableKey) throws(AuthError) -> RefreshTokenRecord? {
+        try table.read(key).flatMap(RefreshTokenRecord.init(item:))
+    }
+
+    /// When a session began (for tokens stored before they carried it).
+    func sessionCreatedAt(userID: String, sessionID: String) throws(AuthError) -> Int64? {
+        try table.read(Keys.session(userID, sessionID))?["createdAt"].flatMap(Timestamps.parse)
+    }
+
+    // MARK: - Revocation
+
+    /// The one revoke: a session or token item becomes REVOKED, visible for a day.
+    static func revoke(_ key: TableKey, now: Int64, condition: String? = nil) -> TransactWriteAction {
+        .update(key: key, update: "SET #status = :revoked, #ttl = :ttl", condition: condition,
+                attributes: ExpressionAttributes(names: ["#status": "status", "#ttl": "ttl"],
+                                                 values: [":revoked": .s(SessionStatus.revoked.rawValue),
+                                                          ":ttl": .n(now + RefreshTokenRecord.revokedVisibility)]))
+    }
+
+    /// Marks one token REVOKED (its session is gone), so later attempts answer without touching
+    /// the session again. Best effort: the session's state already stops the token.
+    func markRevoked(_ record: RefreshTokenRecord, now: Int64) {
+        _ = try? table.transact([AccountStore.revoke(record.key, now: now, condition: "attribute_exists(PK)")])
+    }
+
+    /// Revokes a session: the session item, its place in the profile (bumping the version, so
+    /// every refresh of it fails its condition) and every token of its family.
+    func revokeSession(userID: String, sessionID: String, now: Int64) throws(AuthError) {
+        let family = try table.queryAll(QueryRequest(
+            keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
+            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.refreshTokenPrefix)])))
+            .compactMap(RefreshTokenRecord.init(item:))
+            .filter { $0.familyID == sessionID && $0.status != .revoked }
+        var actions: [TransactWriteAction] = [
+            AccountStore.revoke(Keys.session(userID, sessionID), now: now),
+            .update(key: Keys.profileKey(userID), update: "REMOVE activeSessions.#sid SET #version = #version + :one",
+                    condition: "attribute_exists(PK)",
+                    attributes: ExpressionAttributes(names: ["#sid": sessionID, "#version": "version"], values: [":one": .n(1)])),
+        ]
+        actions += family.map { AccountStore.revoke($0.key, now: now) }
+        // DynamoDB takes 100 actions per transaction; the session goes first, so a partial run
+        // still leaves every token of the family unusable.
+        var start = 0
+        while start < actions.count {
+            let batch = Array(actions[start..<min(actions.count, start + 100)])
+            if let reasons = try table.transact(batch) {
+                throw AuthError(.internal, "internal error", detail: "revocation cancelled: \(reasons.map(\.code))")
+            }
+            start += 100
+        }
+    }
+}

@@ -1,0 +1,96 @@
+/// What the flows need from our own tokens: issuing an access token, a refresh token's response
+/// form and credentials for a session, and checking an access token.
+protocol TokenIssuing: Sendable {
+    func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, logger: Logger) throws(AuthError) -> IssuedTokens
+    func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims
+}
+
+/// What every successful sign-in and refresh returns besides the user: a new access token, a new
+/// refresh token (stored by the flow's transaction) and temporary credentials.
+struct IssuedTokens: Sendable {
+    let accessToken: String
+    let accessTokenLifetime: Int64
+    let refreshToken: String
+    let refreshTokenLifetime: Int64
+    let credentials: TemporaryCredentials
+}
+
+/// The access-token key and the credential issuer, created once per process (the development
+/// ones from the local store on first use) and kept warm between invocations.
+final class TokenService: TokenIssuing, @unchecked Sendable {
+    let configuration: AuthConfiguration
+    let table: any Table
+    let clock: any Clock
+    let random: any RandomSource
+    private let lock = Mutex()
+    private var cachedAccessTokenIssuer: AccessTokenIssuer?
+    private var cachedCredentialIssuer: (any CredentialIssuer)?
+
+    init(configuration: AuthConfiguration, table: any Table, clock: any Clock, random: any RandomSource) throws(AuthError) {
+        self.configuration = configuration
+        self.table = table
+        self.clock = clock
+        self.random = random
+        if let pem = configuration.signingKeyPEM {
+            cachedAccessTokenIssuer = AccessTokenIssuer(key: try AccessTokenKey(pem: pem), issuer: configuration.issuer,
+                                                        lifetime: configuration.accessTokenTTL)
+        }
+    }
+
+    /// Mints the access token and credentials for a session whose new refresh token is `refresh`.
+    /// Sign-in does it before its write, so a failure (no key, STS down) leaves the store as it
+    /// was; refresh after its rotation commits, so that lost races never cost an STS call each.
+    func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, logger: Logger) throws(AuthError) -> IssuedTokens {
+        guard let issuer = try accessTokenIssuer(create: true, logger: logger) else {
+            throw AuthError(.internal, "internal error", detail: "no access-token signing key")
+        }
+        let now = clock.nowSeconds
+        let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random)
+        let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: now)
+        return IssuedTokens(accessToken: accessToken, accessTokenLifetime: configuration.accessTokenTTL, refreshToken: refresh.token,
+                            refreshTokenLifetime: configuration.refreshTokenTTL, credentials: credentials)
+    }
+
+    func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims {
+        guard let issuer = try accessTokenIssuer(create: false, logger: logger) else {
+            throw AuthError(.accessTokenInvalid, "the access token was not signed by this service's key")
+        }
+        return try issuer.verify(token, now: clock.nowSeconds)
+    }
+
+    /// The access-token issuer; with no configured key, the dev key inside the local store, which
+    /// is created only when `create` (issuing paths), never by a verification.
+    func accessTokenIssuer(create: Bool, logger: Logger) throws(AuthError) -> AccessTokenIssuer? {
+        if let cached = lock.withLock({ cachedAccessTokenIssuer }) { return cached }
+        guard let key = try DevSecrets.signingKey(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
+            return nil
+        }
+        let issuer = AccessTokenIssuer(key: key, issuer: configuration.issuer, lifetime: configuration.accessTokenTTL)
+        lock.withLock { cachedAccessTokenIssuer = issuer }
+        return issuer
+    }
+
+    func credentialIssuer(logger: Logger) throws(AuthError) -> any CredentialIssuer {
+        if let cached = lock.withLock({ cachedCredentialIssuer }) { return cached }
+        let issuer: any CredentialIssuer
+        switch configuration.credentialsMode {
+        case .local:
+            var secret = configuration.credentialsSecret
+            if secret == nil {
+                secret = try DevSecrets.credentialsSecret(in: table, create: true, now: clock.nowSeconds, random: random, logger: logger)
+            }
+            issuer = LocalCredentialMinter(masterSecret: secret!, lifetime: configuration.credentialsTTL, random: random)
+        case .sts:
+            issuer = try STSCredentialIssuer(configuration: configuration)
+        }
+        lock.withLock { cachedCredentialIssuer = issuer }
+        return issuer
+    }
+}
+
+extension IDTokenVerifier: IdentityVerifying {}
+
+/// What the flows need from ID token verification.
+protocol IdentityVerifying: Sendable {
+    func verify(_ token: String, provider: ProviderName, nonce: String?) throws(AuthError) -> VerifiedIdentity
+}

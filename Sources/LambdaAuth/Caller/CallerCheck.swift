@@ -1,0 +1,33 @@
+/// A request's caller (contract, second round): our access token, valid (signature, `exp`,
+/// `iss`), whose session is still one of its user's active sessions; and that user as one Query
+/// read it, for the flow to decide on. Anything else is ACCESS_TOKEN_INVALID.
+struct Caller: Sendable {
+    var claims: AccessTokenClaims
+    var user: UserView
+    var userID: String { claims.userID }
+    var sessionID: String { claims.sessionID }
+}
+
+/// The one caller check of every handler that takes an access token. The session check reads the
+/// profile's `activeSessions` rather than the SESSION# item: the same Query gives the flow its
+/// user, and the flow's write re-checks the session in its condition, atomically.
+struct CallerCheck: Sendable {
+    let tokens: any TokenIssuing
+    let store: AccountStore
+
+    func check(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
+        let claims = try tokens.verifyAccessToken(accessToken, logger: logger)
+        return Caller(claims: claims, user: try currentUser(of: claims))
+    }
+
+    /// The caller's user read again (after a lost race), provided its session is still active.
+    func currentUser(of claims: AccessTokenClaims) throws(AuthError) -> UserView {
+        guard let user = try store.user(claims.userID) else {
+            throw AuthError(.accessTokenInvalid, "the access token's user no longer exists")
+        }
+        guard user.profile.activeSessions[claims.sessionID] != nil else {
+            throw AuthError(.accessTokenInvalid, "the access token's session was signed out")
+        }
+        return user
+    }
+}

@@ -1,0 +1,124 @@
+/// The Lambda side of the account flows: each handler turns an event into the flow's typed
+/// request (the method check and the caller's bearer token live here, once) and the flow's
+/// result into the contract's response body. The flows know nothing of events.
+public struct SignInHandler: RequestHandler {
+    let flow: SignInFlow
+    public init(services: AuthServices) { flow = services.signIn }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        try request.requireMethod("POST")
+        let result = try flow.signIn(try SignInRequest(RequestBody(request.body)), logger: context.logger)
+        return InvocationResponse(body: [
+            "user": result.user.json, "isNewUser": .bool(result.isNewUser), "session": result.session.json,
+            "tokens": result.tokens.json, "credentials": result.tokens.credentials.json,
+        ])
+    }
+}
+
+public struct RefreshHandler: RequestHandler {
+    let flow: RefreshFlow
+    public init(services: AuthServices) { flow = services.refresh }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        try request.requireMethod("POST")
+        let presented = try RequestBody(request.body).requiredString("refreshToken", maximumBytes: 1024)
+        let result = try flow.refresh(presented, logger: context.logger)
+        let session: JSONValue = ["id": .string(result.sessionID), "createdAt": .string(Timestamps.format(result.sessionCreatedAt))]
+        return InvocationResponse(body: [
+            "user": result.user, "session": session, "tokens": result.tokens.json, "credentials": result.tokens.credentials.json,
+        ])
+    }
+}
+
+public struct LinkProviderHandler: RequestHandler {
+    let flow: LinkProviderFlow
+    public init(services: AuthServices) { flow = services.linkProvider }
+
+    enum Action { case link, unlink }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        let body = RequestBody(request.body)
+        let action = try LinkProviderHandler.action(of: request, body: body)
+        let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
+        let provider = try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64))
+        let user: UserView
+        switch action {
+        case .link:
+            let idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
+            let nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
+            user = try flow.link(provider, idToken: idToken, nonce: nonce, for: caller, logger: context.logger)
+        case .unlink:
+            user = try flow.unlink(provider, for: caller, logger: context.logger)
+        }
+        return InvocationResponse(body: ["user": user.json])
+    }
+
+    /// POST links (or unlinks with `"action": "unlink"`, for direct invocations); DELETE unlinks.
+    static func action(of request: InvocationRequest, body: RequestBody) throws(AuthError) -> Action {
+        try request.requireMethod("POST", "DELETE", hint: "use POST to link or DELETE to unlink")
+        if request.method == "DELETE" { return .unlink }
+        switch try body.optionalString("action", maximumBytes: 16) {
+        case nil, "link"?: return .link
+        case "unlink"?: return .unlink
+        default: throw AuthError(.invalidRequest, "action must be link or unlink")
+        }
+    }
+}
+
+extension SignInRequest {
+    init(_ body: RequestBody) throws(AuthError) {
+        let providerName = try body.requiredString("provider", maximumBytes: 64)
+        idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
+        provider = try ProviderName.parse(providerName)
+        nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
+        device = [:]
+        if let deviceBody = try body.optionalObject("device") {
+            for field in ["id", "name", "platform"] {
+                if let value = try deviceBody.optionalString(field, maximumBytes: 256, emptyIsAbsent: true) {
+                    device[field] = value
+                }
+            }
+        }
+        profileName = try body.optionalObject("profile")?.optionalString("name", maximumBytes: 256, emptyIsAbsent: true)
+    }
+}
+
+extension IssuedTokens {
+    /// The response's `tokens` object.
+    var json: JSONValue {
+        ["accessToken": .string(accessToken), "tokenType": "Bearer", "expiresIn": .number(accessTokenLifetime),
+         "refreshToken": .string(refreshToken), "refreshTokenExpiresIn": .number(refreshTokenLifetime)]
+    }
+}
+
+extension InvocationRequest {
+    /// HTTP events must use one of `methods`; direct invocations count as POST.
+    func requireMethod(_ methods: String..., hint: String? = nil) throws(AuthError) {
+        guard methods.contains(method) else {
+            throw AuthError(.invalidRequest, "method \(method) is not supported; \(hint ?? "use " + methods.joined(separator: " or "))")
+        }
+    }
+
+    /// The caller's access token: `Authorization: Bearer …` on HTTP events, `accessToken` on
+    /// direct ones. Whatever is missing or malformed is ACCESS_TOKEN_INVALID.
+    func callerToken() throws(AuthError) -> String {
+        guard kind.isHTTP else {
+            do throws(AuthError) {
+                guard let value = try RequestBody(body).optionalString("accessToken", maximumBytes: 8192) else {
+                    throw AuthError(.accessTokenInvalid, "accessToken is missing")
+                }
+                return value
+            } catch where error.code == .invalidRequest {
+                throw AuthError(.accessTokenInvalid, "accessToken must be a string")
+            }
+        }
+        guard let header = headers["authorization"] else {
+            throw AuthError(.accessTokenInvalid, "the Authorization header with a Bearer access token is missing")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw AuthError(.accessTokenInvalid, "the Authorization header must be 'Bearer <access token>'")
+        }
+        return String(parts[1]).trimmingCharacters(in: " ")
+    }
+}
