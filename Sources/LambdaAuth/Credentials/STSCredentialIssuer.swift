@@ -64,6 +64,8 @@ public struct STSCredentialIssuer: CredentialIssuer {
         let response: HTTPResponse
         do {
             response = try http.send(try signer.sign(request, now: signingClock.now()))
+        } catch HTTPClientError.libraryUnavailable(let reason) {
+            throw AuthError(.configError, "AUTH_CREDENTIALS=sts cannot reach STS: \(reason)")
         } catch let error as HTTPClientError {
             throw STSCredentialIssuer.unavailable("STS AssumeRole failed: \(error)", retryable: true)
         } catch {

@@ -30,10 +30,10 @@ struct CurlLibrary: @unchecked Sendable {
     /// Loaded once per process; the reason when it cannot be.
     static let shared: Result<CurlLibrary, HTTPClientError> = load()
 
-    static func load() -> Result<CurlLibrary, HTTPClientError> {
-        guard let library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL) else {
+    static func load(name: String = "libcurl.so.4") -> Result<CurlLibrary, HTTPClientError> {
+        guard let library = dlopen(name, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown"
-            return .failure(.connection("libcurl.so.4 cannot be loaded (install libcurl): \(reason)"))
+            return .failure(.libraryUnavailable("\(name) cannot be loaded (install libcurl, e.g. apt-get install libcurl4): \(reason)"))
         }
         func symbol(_ name: String) -> UnsafeMutableRawPointer? { dlsym(library, name) }
         guard let globalInit = symbol("curl_global_init"), let easyInit = symbol("curl_easy_init"),
@@ -41,7 +41,7 @@ struct CurlLibrary: @unchecked Sendable {
               let easyPerform = symbol("curl_easy_perform"), let easyStrerror = symbol("curl_easy_strerror"),
               let slistAppend = symbol("curl_slist_append"), let slistFreeAll = symbol("curl_slist_free_all"),
               let easySetopt = symbol("curl_easy_setopt"), let easyGetinfo = symbol("curl_easy_getinfo") else {
-            return .failure(.connection("libcurl.so.4 lacks an expected function"))
+            return .failure(.libraryUnavailable("\(name) lacks an expected function"))
         }
         _ = unsafeBitCast(globalInit, to: GlobalInit.self)(Int(CURL_GLOBAL_DEFAULT))
         return .success(CurlLibrary(
@@ -67,6 +67,12 @@ public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
 
     public func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse {
         let library = try CurlLibrary.shared.get()
+        let timeout: Double
+        switch InvocationDeadline.cap(request.timeout, now: SystemClock().now()) {
+        case .none: timeout = 0
+        case .seconds(let seconds): timeout = seconds
+        case .exhausted: throw .timeout
+        }
         lock.lock()
         defer { lock.unlock() }
         if handle == nil { handle = library.easyInit() }
@@ -88,10 +94,11 @@ public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
         _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOSIGNAL, 1)
         _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_FOLLOWLOCATION, 0)
         _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
-        // A timeout of zero or less means none (the Runtime API's /next blocks until an event comes).
-        let hasTimeout = request.timeout > 0
-        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_TIMEOUT_MS, hasTimeout ? Int(request.timeout * 1000) : 0)
-        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_CONNECTTIMEOUT_MS, Int((hasTimeout ? min(request.timeout, 3) : 3) * 1000))
+        // No timeout (zero) only outside an invocation: the Runtime API's /next blocks until an
+        // event comes. Inside one, the invocation's deadline caps every request's own timeout.
+        let hasTimeout = timeout > 0
+        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_TIMEOUT_MS, hasTimeout ? max(1, Int(timeout * 1000)) : 0)
+        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int((hasTimeout ? min(timeout, 3) : 3) * 1000)))
         _ = lambda_auth_curl_setopt_off_t(setopt, curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseBytes))
         _ = lambda_auth_curl_setopt_string(setopt, curl, CURLOPT_CUSTOMREQUEST, request.method)
         if request.method == "HEAD" { _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOBODY, 1) }

@@ -39,6 +39,9 @@ public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
     case timeout
     case responseTooLarge(limit: Int)
     case invalidURL(String)
+    /// The HTTP library itself cannot be loaded: a configuration problem of the machine, which no
+    /// retry fixes.
+    case libraryUnavailable(String)
 
     public var description: String {
         switch self {
@@ -46,6 +49,7 @@ public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
         case .timeout: return "timed out"
         case .responseTooLarge(let limit): return "response larger than \(limit) bytes"
         case .invalidURL(let url): return "invalid URL \(url)"
+        case .libraryUnavailable(let reason): return reason
         }
     }
 }

@@ -81,7 +81,10 @@ public enum HandlerMain {
                                handler makeHandler: () throws -> any RequestHandler) throws(UnexpectedFailure) -> InvocationResponse {
         do {
             if testMode, request.body["_testFault"] == "throw" { throw InjectedTestFault() }
-            return try makeHandler().handle(request, context: context)
+            let handler = try makeHandler()
+            return try InvocationDeadline.withDeadline(milliseconds: context.deadlineMilliseconds) {
+                try handler.handle(request, context: context)
+            }
         } catch let error where error is AuthError || error is any AuthErrorConvertible {
             return errorResponse(AuthError.from(error), context: context)
         } catch {

@@ -77,6 +77,8 @@ public enum TableError: Error, Sendable, CustomStringConvertible, AuthErrorConve
     case invalidRequest(String)
     /// Stored data failed validation; names the damaged file or item.
     case corrupted(String)
+    /// The machine cannot reach the store at all (the HTTP library is missing): no retry helps.
+    case misconfigured(String)
 
     public var description: String {
         switch self {
@@ -86,6 +88,7 @@ public enum TableError: Error, Sendable, CustomStringConvertible, AuthErrorConve
         case .unavailable(let reason): return "store unavailable: \(reason)"
         case .invalidRequest(let reason): return "invalid table request: \(reason)"
         case .corrupted(let reason): return "store corrupted: \(reason)"
+        case .misconfigured(let reason): return "store misconfigured: \(reason)"
         }
     }
 
@@ -93,6 +96,8 @@ public enum TableError: Error, Sendable, CustomStringConvertible, AuthErrorConve
         switch self {
         case .unavailable, .corrupted:
             return AuthError(.storeUnavailable, "the user store is unavailable", detail: description)
+        case .misconfigured(let reason):
+            return AuthError(.configError, reason)
         case .conditionFailed, .transactionCanceled, .invalidRequest:
             // The flows handle expected conflicts themselves; one that escapes them is a bug.
             return AuthError(.internal, "internal error", detail: description)

@@ -96,6 +96,7 @@ public struct DynamoDBClient: Sendable {
             switch error {
             case .connection, .timeout: return .retryable(error.description)
             case .responseTooLarge, .invalidURL: return .failure(.unavailable(error.description), type: "")
+            case .libraryUnavailable(let reason): return .failure(.misconfigured("DynamoDB cannot be reached: \(reason)"), type: "")
             }
         } catch {
             return .failure(.unavailable(String(describing: error)), type: "")
