@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What the flows need from our own tokens: issuing an access token, a refresh token's response
 /// form and credentials for a session, and checking an access token.
 protocol TokenIssuing: Sendable {
@@ -17,14 +19,16 @@ struct IssuedTokens: Sendable {
 
 /// The access-token key and the credential issuer, created once per process (the development
 /// ones from the local store on first use) and kept warm between invocations.
-final class TokenService: TokenIssuing, @unchecked Sendable {
+final class TokenService: TokenIssuing, Sendable {
     let configuration: AuthConfiguration
     let table: any Table
     let clock: any Clock
     let random: any RandomSource
-    private let lock = Mutex()
-    private var cachedAccessTokenIssuer: AccessTokenIssuer?
-    private var cachedCredentialIssuer: (any CredentialIssuer)?
+    private struct Cache {
+        var accessTokenIssuer: AccessTokenIssuer?
+        var credentialIssuer: (any CredentialIssuer)?
+    }
+    private let cache = Synchronization.Mutex(Cache())
 
     init(configuration: AuthConfiguration, table: any Table, clock: any Clock, random: any RandomSource) throws(AuthError) {
         self.configuration = configuration
@@ -32,8 +36,8 @@ final class TokenService: TokenIssuing, @unchecked Sendable {
         self.clock = clock
         self.random = random
         if let pem = configuration.signingKeyPEM {
-            cachedAccessTokenIssuer = AccessTokenIssuer(key: try AccessTokenKey(pem: pem), issuer: configuration.issuer,
-                                                        lifetime: configuration.accessTokenTTL)
+            let issuer = AccessTokenIssuer(key: try AccessTokenKey(pem: pem), issuer: configuration.issuer, lifetime: configuration.accessTokenTTL)
+            cache.withLock { $0.accessTokenIssuer = issuer }
         }
     }
 
@@ -61,17 +65,17 @@ final class TokenService: TokenIssuing, @unchecked Sendable {
     /// The access-token issuer; with no configured key, the dev key inside the local store, which
     /// is created only when `create` (issuing paths), never by a verification.
     func accessTokenIssuer(create: Bool, logger: Logger) throws(AuthError) -> AccessTokenIssuer? {
-        if let cached = lock.withLock({ cachedAccessTokenIssuer }) { return cached }
+        if let cached = cache.withLock({ $0.accessTokenIssuer }) { return cached }
         guard let key = try DevSecrets.signingKey(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
             return nil
         }
         let issuer = AccessTokenIssuer(key: key, issuer: configuration.issuer, lifetime: configuration.accessTokenTTL)
-        lock.withLock { cachedAccessTokenIssuer = issuer }
+        cache.withLock { $0.accessTokenIssuer = issuer }
         return issuer
     }
 
     func credentialIssuer(logger: Logger) throws(AuthError) -> any CredentialIssuer {
-        if let cached = lock.withLock({ cachedCredentialIssuer }) { return cached }
+        if let cached = cache.withLock({ $0.credentialIssuer }) { return cached }
         let issuer: any CredentialIssuer
         switch configuration.credentialsMode {
         case .local:
@@ -83,7 +87,7 @@ final class TokenService: TokenIssuing, @unchecked Sendable {
         case .sts:
             issuer = try STSCredentialIssuer(configuration: configuration)
         }
-        lock.withLock { cachedCredentialIssuer = issuer }
+        cache.withLock { $0.credentialIssuer = issuer }
         return issuer
     }
 }
