@@ -78,30 +78,48 @@ struct AccountStore: Sendable {
         _ = try? table.transact([AccountStore.revoke(record.key, now: now, condition: "attribute_exists(PK)")])
     }
 
-    /// Revokes a session: the session item, its place in the profile (bumping the version, so
-    /// every refresh of it fails its condition) and every token of its family.
+    /// Revokes a session after reuse of one of its tokens: its place in the profile (bumping the
+    /// version, so every refresh of it fails its condition), the session item and its tokens.
     func revokeSession(userID: String, sessionID: String, now: Int64) throws(AuthError) {
-        let family = try table.queryAll(QueryRequest(
+        let gate = TransactWriteAction.update(
+            key: Keys.profileKey(userID), update: "REMOVE activeSessions.#sid SET #version = #version + :one",
+            condition: "attribute_exists(PK)",
+            attributes: ExpressionAttributes(names: ["#sid": sessionID, "#version": "version"], values: [":one": .n(1)]))
+        _ = try revokeSessions(userID: userID, [sessionID], gate: gate, now: now)
+    }
+
+    /// Marks sessions and every token of their families REVOKED. `gate` is the profile write
+    /// that takes them out of `activeSessions` (nil when the caller's own transaction did): it
+    /// runs in the first transaction, with the sessions, so from that commit on no refresh of
+    /// them can succeed (each rotation checks the profile and the session), and a refresh racing
+    /// the sign-out never yields a token that outlives it. DynamoDB takes 100 actions per
+    /// transaction; what follows the first is bookkeeping that makes the items tell the truth.
+    /// False when the gate's condition failed (nothing was written).
+    func revokeSessions(userID: String, _ sessionIDs: [String], gate: TransactWriteAction?, now: Int64) throws(AuthError) -> Bool {
+        guard !sessionIDs.isEmpty || gate != nil else { return true }
+        let families = Set(sessionIDs)
+        let tokens = try table.queryAll(QueryRequest(
             keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
             attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.refreshTokenPrefix)])))
             .compactMap(RefreshTokenRecord.init(item:))
-            .filter { $0.familyID == sessionID && $0.status != .revoked }
-        var actions: [TransactWriteAction] = [
-            AccountStore.revoke(Keys.session(userID, sessionID), now: now),
-            .update(key: Keys.profileKey(userID), update: "REMOVE activeSessions.#sid SET #version = #version + :one",
-                    condition: "attribute_exists(PK)",
-                    attributes: ExpressionAttributes(names: ["#sid": sessionID, "#version": "version"], values: [":one": .n(1)])),
-        ]
-        actions += family.map { AccountStore.revoke($0.key, now: now) }
-        // DynamoDB takes 100 actions per transaction; the session goes first, so a partial run
-        // still leaves every token of the family unusable.
+            .filter { families.contains($0.familyID) && $0.status != .revoked }
+        // Conditional on existing, so that bookkeeping racing an account deletion never
+        // recreates an item the deletion removed.
+        var actions = gate.map { [$0] } ?? []
+        actions += sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)") }
+        actions += tokens.map { AccountStore.revoke($0.key, now: now, condition: "attribute_exists(PK)") }
+        var first = true
         var start = 0
         while start < actions.count {
             let batch = Array(actions[start..<min(actions.count, start + 100)])
             if let reasons = try table.transact(batch) {
-                throw AuthError(.internal, "internal error", detail: "revocation cancelled: \(reasons.map(\.code))")
+                if first, gate != nil, reasons.failed(0) { return false }
+                // An item vanished meanwhile (a deletion): revoke the others one by one.
+                for action in batch { _ = try? table.transact([action]) }
             }
+            first = false
             start += 100
         }
+        return true
     }
 }

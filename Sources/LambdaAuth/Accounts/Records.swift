@@ -21,6 +21,8 @@ enum Keys {
     }
     static func refreshTokenIndex(hash: String) -> String { "REFRESH#\(hash)" }
     static let refreshTokenPrefix = "REFRESH#"
+    static let sessionPrefix = "SESSION#"
+    static let identityPrefix = "IDENTITY#"
     /// Upper bound for a query that returns PROFILE and every IDENTITY# item of a user but none of
     /// the (possibly many) REFRESH# and SESSION# items: "IDENTITY#…" < "PROFILE" < "Q".
     static let profileAndIdentitiesUpperBound = "Q"
@@ -41,6 +43,9 @@ struct UserProfile: Sendable {
     var identityCount: Int64
     var activeSessions: [String: Int64]
     var version: Int64
+    /// Set when an account deletion began: the account is gone for every flow, and whichever
+    /// request meets it next (delete-account again, a sign-in) finishes the deletion.
+    var deletionRequestedAt: Int64?
 
     init(userID: String, email: String?, emailVerified: Bool, displayName: String?, pictureURL: String?, now: Int64) {
         self.userID = userID
@@ -75,6 +80,7 @@ struct UserProfile: Sendable {
         }
         activeSessions = sessions
         version = item["version"]?.int64Value ?? 0
+        deletionRequestedAt = item["deletionRequestedAt"].flatMap(Timestamps.parse)
     }
 
     var item: Item {
@@ -89,6 +95,7 @@ struct UserProfile: Sendable {
         item["identityCount"] = .n(identityCount)
         item["activeSessions"] = .m(activeSessions.mapValues { .n($0) })
         item["version"] = .n(version)
+        if let deletionRequestedAt { item["deletionRequestedAt"] = .s(Timestamps.format(deletionRequestedAt)) }
         return item
     }
 }

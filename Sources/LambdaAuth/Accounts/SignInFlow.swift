@@ -163,17 +163,18 @@ struct SignInFlow: Sendable {
         }
     }
 
-    /// An evicted session is already revoked, which stops its tokens; marking them too keeps the
-    /// store telling the truth. A failure here changes nothing for the caller.
+    /// An evicted session is already out of the profile and revoked (the opening transaction did
+    /// both), which stops its tokens; marking them too keeps the store telling the truth. A
+    /// failure here changes nothing for the caller.
     func markEvictedTokensRevoked(userID: String, _ evicted: [String], now: Int64, logger: Logger) {
+        guard !evicted.isEmpty else { return }
         for sessionID in evicted {
             logger.info("session evicted by the session limit", ["userId": .string(userID), "sessionId": .string(sessionID)])
-            do {
-                try store.revokeSession(userID: userID, sessionID: sessionID, now: now)
-            } catch {
-                logger.warning("could not mark an evicted session's tokens revoked",
-                               ["sessionId": .string(sessionID), "code": .string(error.code.rawValue)])
-            }
+        }
+        do {
+            _ = try store.revokeSessions(userID: userID, evicted, gate: nil, now: now)
+        } catch {
+            logger.warning("could not mark an evicted session's tokens revoked", ["code": .string(error.code.rawValue)])
         }
     }
 }

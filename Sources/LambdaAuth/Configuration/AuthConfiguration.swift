@@ -30,6 +30,8 @@ public struct AuthConfiguration: Sendable {
     public var accessTokenTTL: Int64 = 900
     public var refreshTokenTTL: Int64 = 2_592_000
     public var refreshGrace: Int64 = 30
+    /// A session younger than this may delete its account without presenting an ID token again.
+    public var reauthenticationWindow: Int64 = 300
     public var maxSessions = 5
     public var credentialsMode: CredentialsMode = .local
     /// nil: the dev secret kept in the local store.
@@ -104,6 +106,7 @@ public struct AuthConfiguration: Sendable {
         configuration.accessTokenTTL = try reader.integer("AUTH_ACCESS_TOKEN_TTL", in: 60...86_400) ?? 900
         configuration.refreshTokenTTL = try reader.integer("AUTH_REFRESH_TOKEN_TTL", in: 300...31_536_000) ?? 2_592_000
         configuration.refreshGrace = try reader.integer("AUTH_REFRESH_GRACE", in: 0...3600) ?? 30
+        configuration.reauthenticationWindow = try reader.integer("AUTH_REAUTH_WINDOW", in: 0...86_400) ?? 300
         configuration.maxSessions = Int(try reader.integer("AUTH_MAX_SESSIONS", in: 1...1000) ?? 5)
         if let mode = reader.string("AUTH_CREDENTIALS") {
             guard let value = CredentialsMode(rawValue: mode) else {

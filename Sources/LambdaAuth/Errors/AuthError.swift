@@ -27,10 +27,17 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case jwksUnavailable = "JWKS_UNAVAILABLE"
     case storeUnavailable = "STORE_UNAVAILABLE"
     case credentialsUnavailable = "CREDENTIALS_UNAVAILABLE"
+    case sessionNotFound = "SESSION_NOT_FOUND"
+    case reauthenticationRequired = "REAUTHENTICATION_REQUIRED"
+    case rateLimited = "RATE_LIMITED"
+    case providerUnavailable = "PROVIDER_UNAVAILABLE"
 
     public var status: Int {
         switch self {
         case .invalidRequest, .unsupportedProvider, .providerNotConfigured: return 400
+        case .sessionNotFound: return 404
+        case .rateLimited: return 429
+        case .providerUnavailable: return 502
         case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity: return 409
         case .configError, .internal: return 500
         case .jwksUnavailable, .storeUnavailable, .credentialsUnavailable: return 503
@@ -38,7 +45,7 @@ public enum ErrorCode: String, Sendable, CaseIterable {
         }
     }
 
-    public var isRetryable: Bool { status == 503 }
+    public var isRetryable: Bool { status == 503 || self == .rateLimited || self == .providerUnavailable }
 }
 
 /// The product's one error type: what a caller sees is exactly `code`, `message`, `status`,
