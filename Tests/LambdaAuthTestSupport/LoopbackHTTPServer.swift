@@ -90,6 +90,13 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// Answers each request with the next response of `script`, then with `otherwise`: a peer
+    /// that fails a few times and then recovers.
+    public static func scripted(_ script: [Response], otherwise: Response) throws -> LoopbackHTTPServer {
+        let state = ScriptState(script)
+        return try LoopbackHTTPServer { _ in state.next() ?? otherwise }
+    }
+
     /// Replaces how the server answers from now on.
     public func respond(with responder: @escaping Responder) {
         state.withLock { self.responder = responder }
@@ -248,3 +255,14 @@ extension String {
     }
 }
 
+/// Hands out a fixed sequence of responses to concurrent server threads.
+final class ScriptState: @unchecked Sendable {
+    private let lock = Mutex()
+    private var remaining: [LoopbackHTTPServer.Response]
+
+    init(_ script: [LoopbackHTTPServer.Response]) { remaining = script }
+
+    func next() -> LoopbackHTTPServer.Response? {
+        lock.withLock { remaining.isEmpty ? nil : remaining.removeFirst() }
+    }
+}

@@ -29,7 +29,7 @@ public struct TestIssuer: Sendable {
         self.now = now
     }
 
-    public var jwk: JSONValue { JSONWebKey.rsaJWK(key.publicKey, keyID: keyID) }
+    public var jwk: JSONValue { JSONWebKey(keyID: keyID, material: .rsa(key.publicKey)).publicJWK }
     public var jwks: JSONValue { TestJWKS.document([jwk]) }
 
     /// Claims as the dev identity provider shapes them, with `changes` applied (`nil` removes).

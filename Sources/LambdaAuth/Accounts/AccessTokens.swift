@@ -8,7 +8,7 @@ public struct AccessTokenKey: Sendable {
 
     public init(privateKey: P256.Signing.PrivateKey) {
         self.privateKey = privateKey
-        self.keyID = AccessTokenKey.thumbprint(of: privateKey.publicKey)
+        self.keyID = JSONWebKey.Material.p256(privateKey.publicKey).thumbprint
     }
 
     public init(pem: String) throws(AuthError) {
@@ -28,27 +28,9 @@ public struct AccessTokenKey: Sendable {
     public var pemRepresentation: String { privateKey.pemRepresentation }
 
     /// The public JWK a resource server verifies our access tokens with.
-    public var publicJWK: JSONValue {
-        var jwk = AccessTokenKey.thumbprintMembers(of: privateKey.publicKey)
-        jwk["kid"] = .string(keyID)
-        jwk["use"] = "sig"
-        jwk["alg"] = "ES256"
-        return .object(jwk)
-    }
+    public var publicJWK: JSONValue { JSONWebKey(keyID: keyID, material: .p256(privateKey.publicKey)).publicJWK }
 
     public var jwks: JSONValue { ["keys": [publicJWK]] }
-
-    static func thumbprintMembers(of key: P256.Signing.PublicKey) -> [String: JSONValue] {
-        let raw = Array(key.rawRepresentation)  // x || y, 32 bytes each
-        return ["crv": "P-256", "kty": "EC",
-                "x": .string(Base64.urlEncoded(raw[0..<32])), "y": .string(Base64.urlEncoded(raw[32..<64]))]
-    }
-
-    static func thumbprint(of key: P256.Signing.PublicKey) -> String {
-        // RFC 7638: the required members, lexicographic order, no whitespace — what serialized() writes.
-        let canonical = JSONValue.object(thumbprintMembers(of: key)).serializedBytes()
-        return Base64.urlEncoded(SHA256.hash(data: canonical))
-    }
 }
 
 /// The claims of one of our access tokens after verification.

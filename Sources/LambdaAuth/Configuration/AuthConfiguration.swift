@@ -185,18 +185,6 @@ public struct AuthConfiguration: Sendable {
     }
 }
 
-public struct AWSCredentials: Sendable, Equatable {
-    public var accessKeyID: String
-    public var secretAccessKey: String
-    public var sessionToken: String?
-
-    public init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
-        self.accessKeyID = accessKeyID
-        self.secretAccessKey = secretAccessKey
-        self.sessionToken = sessionToken
-    }
-}
-
 /// Reads typed values; an empty variable counts as unset.
 struct EnvironmentReader {
     let environment: [String: String]

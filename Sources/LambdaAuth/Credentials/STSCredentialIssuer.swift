@@ -15,7 +15,7 @@ public struct STSCredentialIssuer: CredentialIssuer {
     public let endpoint: String
     let signer: SigV4Signer
     let http: any HTTPClient
-    /// Real time for signatures (see DynamoDBClient.signingClock).
+    /// Real time for signatures (see AWSJSONClient.signingClock).
     let signingClock: any Clock
 
     static let sharedHTTPClient = CurlHTTPClient()

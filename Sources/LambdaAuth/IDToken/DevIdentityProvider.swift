@@ -18,12 +18,12 @@ public struct DevIdentityProvider: Sendable {
 
     public init(privateKey: _RSA.Signing.PrivateKey) {
         self.privateKey = privateKey
-        keyID = JSONWebKey.rsaThumbprint(privateKey.publicKey)
+        keyID = JSONWebKey.Material.rsa(privateKey.publicKey).thumbprint
     }
 
     /// `{"keys": [the public key]}`, as the providers publish theirs.
     public var jwks: JSONValue {
-        ["keys": [JSONWebKey.rsaJWK(privateKey.publicKey, keyID: keyID)]]
+        ["keys": [JSONWebKey(keyID: keyID, material: .rsa(privateKey.publicKey)).publicJWK]]
     }
 
     public static func keyPath(in directory: String) -> String { directory + "/" + keyFileName }

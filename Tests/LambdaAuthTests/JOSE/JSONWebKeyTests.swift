@@ -1,3 +1,4 @@
+import Crypto
 import LambdaAuth
 import LambdaAuthTestSupport
 import Testing
@@ -36,7 +37,7 @@ import Testing
     }
 
     @Test func keysShorterThan2048BitsAreRefused() {
-        let weak = JSONWebKey.rsaJWK(TestKeys.weakRSA.publicKey, keyID: "weak")
+        let weak = JSONWebKey(keyID: "weak", material: .rsa(TestKeys.weakRSA.publicKey)).publicJWK
         #expect(throws: JSONWebKey.Unusable.self) { try JSONWebKey(weak, for: .rs256) }
     }
 
@@ -44,7 +45,7 @@ import Testing
         let other = TestIssuer(keyIndex: 1, keyID: "other")
         let document = TestJWKS.document([
             issuer.jwk, jwk(["kid": "enc", "use": "enc"]), jwk(["kid": nil]), other.jwk,
-            JSONWebKey.rsaJWK(TestKeys.weakRSA.publicKey, keyID: "weak"), "not an object",
+            JSONWebKey(keyID: "weak", material: .rsa(TestKeys.weakRSA.publicKey)).publicJWK, "not an object",
         ])
         let set = try JSONWebKeySet(parsing: document.serializedBytes(), algorithm: .rs256)
         #expect(Set(set.keys.keys) == [issuer.keyID, "other"])
@@ -60,17 +61,34 @@ import Testing
         }
     }
 
-    @Test func theKeyIDOfTheDevProviderIsTheRFC7638Thumbprint() {
+    @Test func theThumbprintOfAnRSAKeyIsRFC7638s() {
         // RFC 7638 §3.1 example key and its thumbprint.
         let example: JSONValue = [
             "kty": "RSA", "e": "AQAB",
             "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw",
         ]
         let key = try? JSONWebKey(example, for: .rs256)
-        guard case .rsa(let publicKey)? = key?.material else {
-            Issue.record("the RFC 7638 key did not parse")
-            return
-        }
-        #expect(JSONWebKey.rsaThumbprint(publicKey) == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
+        #expect(key?.material.thumbprint == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
+    }
+
+    @Test func theThumbprintOfAP256KeyHashesItsRequiredMembersInOrder() throws {
+        // RFC 7638 gives no EC example; this is the definition (§3.2: crv, kty, x, y, no whitespace),
+        // on RFC 7515 appendix A.3's key.
+        let key = try JSONWebKey(JSONValue.parse(RFC7515Vectors.es256JWK), for: .es256)
+        let canonical = #"{"crv":"P-256","kty":"EC","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#
+        #expect(key.material.thumbprint == Base64.urlEncoded(SHA256.hash(data: Array(canonical.utf8))))
+    }
+
+    @Test func ourKeysAreThumbprintedAndPublishedTheSameWay() throws {
+        let devProvider = DevIdentityProvider(privateKey: TestKeys.rsa(0))
+        let published = try JSONWebKeySet(devProvider.jwks, algorithm: .rs256)
+        #expect(devProvider.keyID == JSONWebKey.Material.rsa(TestKeys.rsa(0).publicKey).thumbprint)
+        #expect(published.key(id: devProvider.keyID)?.material.thumbprint == devProvider.keyID)
+
+        let accessKey = AccessTokenKey.generate()
+        let readBack = try JSONWebKey(accessKey.publicJWK, for: .es256)
+        #expect(readBack.keyID == accessKey.keyID && readBack.material.thumbprint == accessKey.keyID)
+        #expect(accessKey.publicJWK["use"] == "sig" && accessKey.publicJWK["alg"] == "ES256")
+        #expect(devProvider.jwks["keys"]?.arrayValue?.first?["alg"] == "RS256")
     }
 }

@@ -15,12 +15,6 @@ import Testing
 
     static let found = LoopbackHTTPServer.Response.json(["Item": ["PK": ["S": "USER#1"], "SK": ["S": "PROFILE"]]])
 
-    /// Answers each request with the next response of `script`, then with `otherwise`.
-    static func scripted(_ script: [LoopbackHTTPServer.Response], otherwise: LoopbackHTTPServer.Response) throws -> LoopbackHTTPServer {
-        let state = ScriptState(script)
-        return try LoopbackHTTPServer { _ in state.next() ?? otherwise }
-    }
-
     func table(_ server: LoopbackHTTPServer, sleeper: RecordingSleeper, randomByte: UInt8 = 0xFF) -> DynamoDBTable {
         let client = DynamoDBClient(endpoint: server.baseURL, region: "us-east-1",
                                     credentials: AWSCredentials(accessKeyID: "AKIDFAULTTEST", secretAccessKey: "secret", sessionToken: "session"),
@@ -32,7 +26,7 @@ import Testing
 
     @Test(arguments: ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"])
     func throttlingIsRetriedThenSucceeds(type: String) throws {
-        let server = try DynamoDBFaultTests.scripted([DynamoDBFaultTests.error(type), DynamoDBFaultTests.error(type)],
+        let server = try LoopbackHTTPServer.scripted([DynamoDBFaultTests.error(type), DynamoDBFaultTests.error(type)],
                                                      otherwise: DynamoDBFaultTests.found)
         defer { server.stop() }
         let sleeper = RecordingSleeper()
@@ -132,7 +126,7 @@ import Testing
         let conflict = DynamoDBFaultTests.error("TransactionCanceledException", extra: [
             "CancellationReasons": [["Code": "None"], ["Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"]],
         ])
-        let server = try DynamoDBFaultTests.scripted([conflict, conflict], otherwise: .json([:]))
+        let server = try LoopbackHTTPServer.scripted([conflict, conflict], otherwise: .json([:]))
         defer { server.stop() }
         let sleeper = RecordingSleeper()
         try table(server, sleeper: sleeper).transactWrite([.put(DynamoDBFaultTests.key.item)])
@@ -229,17 +223,5 @@ import Testing
             }
             #expect(server.requestCount <= 2)
         }
-    }
-}
-
-/// Hands out a fixed sequence of responses to concurrent server threads.
-final class ScriptState: @unchecked Sendable {
-    private let lock = Mutex()
-    private var remaining: [LoopbackHTTPServer.Response]
-
-    init(_ script: [LoopbackHTTPServer.Response]) { remaining = script }
-
-    func next() -> LoopbackHTTPServer.Response? {
-        lock.withLock { remaining.isEmpty ? nil : remaining.removeFirst() }
     }
 }

@@ -32,29 +32,3 @@ public enum JWSSigner {
         return CompactJWS.serialize(signingInput: input, signature: try signature(SHA256.hash(data: Array(input.utf8))))
     }
 }
-
-extension JSONWebKey {
-    /// The public JWK of an RSA key for RS256 signatures, as a provider publishes it.
-    public static func rsaJWK(_ key: _RSA.Signing.PublicKey, keyID: String) -> JSONValue {
-        var members = rsaThumbprintMembers(key)
-        members["kid"] = .string(keyID)
-        members["use"] = "sig"
-        members["alg"] = "RS256"
-        return .object(members)
-    }
-
-    /// The RFC 7638 thumbprint: SHA-256 of the required members in lexicographic order, no
-    /// whitespace, which is exactly how JSONValue serialises. A stable, content-derived `kid`.
-    public static func rsaThumbprint(_ key: _RSA.Signing.PublicKey) -> String {
-        let canonical = JSONValue.object(rsaThumbprintMembers(key)).serializedBytes()
-        return Base64.urlEncoded(SHA256.hash(data: canonical))
-    }
-
-    static func rsaThumbprintMembers(_ key: _RSA.Signing.PublicKey) -> [String: JSONValue] {
-        // getKeyPrimitives fails only for a key BoringSSL itself could not hold.
-        let primitives = try? key.getKeyPrimitives()
-        return ["kty": "RSA",
-                "n": .string(Base64.urlEncoded(primitives.map { Array($0.modulus) } ?? [])),
-                "e": .string(Base64.urlEncoded(primitives.map { Array($0.publicExponent) } ?? []))]
-    }
-}

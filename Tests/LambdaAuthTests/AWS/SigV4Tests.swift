@@ -118,7 +118,7 @@ import Testing
     }
 
     static func scriptPath(_ name: String, file: String = #filePath) -> String {
-        // Tests/LambdaAuthTests/Credentials/SigV4Tests.swift → Tests/Scripts/NAME
+        // Tests/LambdaAuthTests/AWS/SigV4Tests.swift → Tests/Scripts/NAME
         let tests = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: file)))
         return tests + "/Scripts/" + name
     }
