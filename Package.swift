@@ -12,6 +12,9 @@ let package = Package(
         .executable(name: "signin", targets: ["signin"]),
         .executable(name: "refresh", targets: ["refresh"]),
         .executable(name: "link-provider", targets: ["link-provider"]),
+        .executable(name: "signout", targets: ["signout"]),
+        .executable(name: "sessions", targets: ["sessions"]),
+        .executable(name: "delete-account", targets: ["delete-account"]),
         .executable(name: "authctl", targets: ["authctl"]),
     ],
     dependencies: [
@@ -35,6 +38,9 @@ let package = Package(
         .executableTarget(name: "signin", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "refresh", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "link-provider", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "signout", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "sessions", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "delete-account", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "authctl", dependencies: ["LambdaAuth"]),
         // `make bench`; not shipped.
         .executableTarget(

@@ -33,6 +33,19 @@ struct AccountStore: Sendable {
         return profile.map { UserView(profile: $0, identities: identities) }
     }
 
+    /// The item of a refresh token as a client presents it: by the key a keyed token carries, or
+    /// (a token of the earlier format) located once through GSI1. Unknown: REFRESH_TOKEN_NOT_FOUND.
+    func refreshToken(presented token: String) throws(AuthError) -> RefreshTokenRecord {
+        let found: RefreshTokenRecord?
+        switch RefreshTokenCredential.parse(token) {
+        case .unknown: found = nil
+        case .keyed(let credential): found = try refreshToken(credential)
+        case .legacy(let tokenHash): found = try refreshToken(legacyHash: tokenHash)
+        }
+        guard let found else { throw AuthError(.refreshTokenNotFound, "the refresh token is not known") }
+        return found
+    }
+
     /// A keyed refresh token's item, provided the token's secret hashes to the stored
     /// `secretHash` (compared in constant time: a forged secret learns nothing from timing).
     func refreshToken(_ credential: RefreshTokenCredential) throws(AuthError) -> RefreshTokenRecord? {

@@ -33,15 +33,41 @@ public final class AuthServices: Sendable {
 
     var signIn: SignInFlow {
         SignInFlow(verifier: verifier, tokens: tokens, store: store, clock: clock, random: random, retry: retry,
-                   emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions)
+                   deletion: AccountDeletion(store: store), emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions)
     }
 
     var refresh: RefreshFlow {
         RefreshFlow(tokens: tokens, store: store, clock: clock, random: random, retry: retry, refreshGrace: configuration.refreshGrace)
     }
 
+    var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }
+
     var linkProvider: LinkProviderFlow {
-        LinkProviderFlow(verifier: verifier, callerCheck: CallerCheck(tokens: tokens, store: store), store: store, clock: clock, retry: retry)
+        LinkProviderFlow(verifier: verifier, callerCheck: callerCheck, store: store, clock: clock, retry: retry)
+    }
+
+    var signOut: SignOutFlow { SignOutFlow(tokens: tokens, store: store, clock: clock, retry: retry) }
+
+    var sessions: SessionsFlow { SessionsFlow(callerCheck: callerCheck, store: store, clock: clock, retry: retry) }
+
+    var deleteAccount: DeleteAccountFlow {
+        DeleteAccountFlow(callerCheck: callerCheck,
+                          reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow),
+                          store: store, deletion: AccountDeletion(store: store), clock: clock, retry: retry)
+    }
+
+    /// The same deletion `delete-account` runs, for operators (`authctl users delete`): marks the
+    /// user (no caller, no re-authentication) and deletes every item. False when there is no such user.
+    public func deleteUser(_ userID: String, logger: Logger) throws(AuthError) -> Bool {
+        let marked = try retry.run("account deletion") { () throws(AuthError) -> Bool? in
+            guard let user = try store.user(userID) else { return false }
+            if user.profile.deletionRequestedAt != nil { return true }
+            return try store.markForDeletion(user, callerSessionID: nil, now: clock.nowSeconds) ? true : nil
+        }
+        let leftovers = try store.deletableItems(of: userID)
+        guard marked || !leftovers.isEmpty else { return false }
+        try AccountDeletion(store: store).finish(userID: userID, logger: logger)
+        return true
     }
 
     /// The access-token key, if one is configured or was created; never creates one.

@@ -66,23 +66,15 @@ struct RefreshFlow: Sendable {
         return RefreshResult(user: user.json, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, tokens: issued)
     }
 
-    /// The token's item: by the key a keyed token carries, or (a token of the earlier format)
-    /// located once through GSI1.
     func lookUp(_ token: String) throws(AuthError) -> RefreshTokenRecord {
-        let found: RefreshTokenRecord?
-        switch RefreshTokenCredential.parse(token) {
-        case .unknown: found = nil
-        case .keyed(let credential): found = try store.refreshToken(credential)
-        case .legacy(let tokenHash): found = try store.refreshToken(legacyHash: tokenHash)
-        }
-        guard let found else { throw AuthError(.refreshTokenNotFound, "the refresh token is not known") }
-        return found
+        try store.refreshToken(presented: token)
     }
 
     /// The user as the profile shows it now, or nil when the token's session is no longer one of
     /// its active sessions (or the user is gone).
     func currentUser(of record: RefreshTokenRecord) throws(AuthError) -> UserSnapshot? {
-        guard let user = try store.user(record.userID), user.profile.activeSessions[record.familyID] != nil else { return nil }
+        guard let user = try store.user(record.userID), user.profile.deletionRequestedAt == nil,
+              user.profile.activeSessions[record.familyID] != nil else { return nil }
         return UserSnapshot(user)
     }
 

@@ -26,6 +26,7 @@ struct SignInFlow: Sendable {
     let clock: any Clock
     let random: any RandomSource
     let retry: OptimisticRetry
+    let deletion: AccountDeletion
     let emailLinking: AuthConfiguration.EmailLinking
     let maxSessions: Int
 
@@ -45,11 +46,12 @@ struct SignInFlow: Sendable {
         var claimEmail = verifiedEmail != nil
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
-                guard case .opened(let result) = try openSession(userID: userID, identity: identity, request: request,
-                                                                 joining: nil, logger: logger) else {
+                switch try openSession(userID: userID, identity: identity, request: request, joining: nil, logger: logger) {
+                case .opened(let result): return result
+                case .userDeleted: return nil  // a new user, next attempt
+                case .identityTaken, .userUnavailable:
                     throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "user \(userID) has a link but no profile")
                 }
-                return result
             }
             if let email = verifiedEmail, let owner = try store.emailOwner(email) {
                 if emailLinking == .verified {
@@ -60,8 +62,8 @@ struct SignInFlow: Sendable {
                         logger.info("linked a new identity to an existing user by verified email",
                                     ["userId": .string(owner), "provider": .string(identity.provider.rawValue)])
                         return result
-                    case .identityTaken:
-                        return nil  // the identity got linked meanwhile: re-read
+                    case .identityTaken, .userDeleted:
+                        return nil  // the identity got linked meanwhile, or the owner is gone: re-read
                     case .userUnavailable:
                         // The email's owner already has another identity of this provider (or
                         // vanished): this identity becomes a user of its own, without the claim.
@@ -119,6 +121,8 @@ struct SignInFlow: Sendable {
         case identityTaken
         /// The user is gone, or (joining) already has an identity of this provider.
         case userUnavailable
+        /// The user was being deleted: the deletion is finished now, and its links are gone.
+        case userDeleted
     }
 
     /// Opens a session for an existing user (enforcing AUTH_MAX_SESSIONS) with its first refresh
@@ -133,6 +137,10 @@ struct SignInFlow: Sendable {
         return try retry.run("session opening") { () throws(AuthError) -> SessionOpening? in
             let now = clock.nowSeconds
             guard var user = try store.user(userID) else { return .userUnavailable }
+            if user.profile.deletionRequestedAt != nil {
+                try deletion.finish(userID: userID, logger: logger)
+                return .userDeleted
+            }
             if let joining {
                 if user.identities.contains(where: { $0.provider == joining.provider }) { return .userUnavailable }
                 user.identities.append(joining)

@@ -15,14 +15,16 @@ struct CallerCheck: Sendable {
     let tokens: any TokenIssuing
     let store: AccountStore
 
-    func check(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
+    /// `allowingPendingDeletion`: only `delete-account`, which finishes a deletion an earlier
+    /// request of the caller began; for every other handler such an account is gone.
+    func check(_ accessToken: String, allowingPendingDeletion: Bool = false, logger: Logger) throws(AuthError) -> Caller {
         let claims = try tokens.verifyAccessToken(accessToken, logger: logger)
-        return Caller(claims: claims, user: try currentUser(of: claims))
+        return Caller(claims: claims, user: try currentUser(of: claims, allowingPendingDeletion: allowingPendingDeletion))
     }
 
     /// The caller's user read again (after a lost race), provided its session is still active.
-    func currentUser(of claims: AccessTokenClaims) throws(AuthError) -> UserView {
-        guard let user = try store.user(claims.userID) else {
+    func currentUser(of claims: AccessTokenClaims, allowingPendingDeletion: Bool = false) throws(AuthError) -> UserView {
+        guard let user = try store.user(claims.userID), allowingPendingDeletion || user.profile.deletionRequestedAt == nil else {
             throw AuthError(.accessTokenInvalid, "the access token's user no longer exists")
         }
         guard user.profile.activeSessions[claims.sessionID] != nil else {

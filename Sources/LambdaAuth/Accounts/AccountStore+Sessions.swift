@@ -1,0 +1,93 @@
+/// Sessions as the `signout` and `sessions` handlers see them, and the account deletion's items.
+extension AccountStore {
+    /// Every SESSION# item of a user (revoked ones included, until their `ttl`).
+    func sessions(of userID: String) throws(AuthError) -> [SessionRecord] {
+        try table.queryAll(QueryRequest(
+            keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
+            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.sessionPrefix)])))
+            .compactMap(SessionRecord.init(item:))
+    }
+
+    func session(userID: String, sessionID: String) throws(AuthError) -> SessionRecord? {
+        try table.read(Keys.session(userID, sessionID)).flatMap(SessionRecord.init(item:))
+    }
+
+    /// The profile write that takes `sessionIDs` out of the user's active sessions: conditional
+    /// on the version the flow read, so concurrent sign-outs count each session once, and bumping
+    /// it, so that every refresh re-reads the user.
+    static func activeSessionsGate(_ user: UserView, removing sessionIDs: [String]) -> TransactWriteAction {
+        var remaining = user.profile.activeSessions
+        for sessionID in sessionIDs { remaining[sessionID] = nil }
+        return .update(key: Keys.profileKey(user.profile.userID), update: "SET activeSessions = :remaining, #version = #version + :one",
+                       condition: "#version = :read",
+                       attributes: ExpressionAttributes(names: ["#version": "version"],
+                                                        values: [":remaining": .m(remaining.mapValues { .n($0) }), ":one": .n(1),
+                                                                 ":read": .n(user.profile.version)]))
+    }
+
+    // MARK: - Account deletion
+
+    /// Marks the user for deletion, conditional on the version read (and, for a caller, on its
+    /// session being active): from this commit on every flow treats the account as gone, and
+    /// whichever request meets it next finishes the deletion. False when the user changed.
+    func markForDeletion(_ user: UserView, callerSessionID: String?, now: Int64) throws(AuthError) -> Bool {
+        var condition = "#version = :read"
+        var names = ["#version": "version"]
+        if let callerSessionID {
+            condition += " AND attribute_exists(activeSessions.#sid)"
+            names["#sid"] = callerSessionID
+        }
+        let mark = TransactWriteAction.update(
+            key: Keys.profileKey(user.profile.userID), update: "SET deletionRequestedAt = :now, #version = #version + :one",
+            condition: condition,
+            attributes: ExpressionAttributes(names: names, values: [":now": .s(Timestamps.format(now)), ":one": .n(1),
+                                                                   ":read": .n(user.profile.version)]))
+        return try table.transact([mark]) == nil
+    }
+
+    /// Every key of the user's partition except PROFILE and the identities: sessions, refresh
+    /// tokens, and whatever later kinds live there.
+    func deletableItems(of userID: String) throws(AuthError) -> [TableKey] {
+        try table.queryAll(QueryRequest(keyCondition: "PK = :pk", attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID))])))
+            .compactMap(TableKey.init(item:))
+            .filter { $0.sk != Keys.profile && !$0.sk.hasPrefix(Keys.identityPrefix) }
+    }
+
+    /// Deletes items in transactions of 100 (DynamoDB's limit); each deletion is idempotent.
+    func delete(_ keys: [TableKey]) throws(AuthError) {
+        var start = 0
+        while start < keys.count {
+            let batch = keys[start..<min(keys.count, start + 100)].map { TransactWriteAction.delete(key: $0) }
+            if let reasons = try table.transact(batch) {
+                throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "deletion batch cancelled: \(reasons.map(\.code))")
+            }
+            start += 100
+        }
+    }
+
+    /// The email claims that point at the user (an identity's email at the time it was claimed).
+    func emailClaims(of user: UserView) throws(AuthError) -> [String] {
+        var candidates = Set(user.identities.compactMap { $0.email?.lowercased() })
+        if let email = user.profile.email { candidates.insert(email.lowercased()) }
+        var claims: [String] = []
+        for email in candidates.sorted() where try emailOwner(email) == user.profile.userID { claims.append(email) }
+        return claims
+    }
+
+    /// The last step: the profile, both sides of every link and the email claims, in one
+    /// transaction, so no IDENTITY# or EMAIL# item ever points at a user that is gone.
+    /// False when the profile is no longer marked (someone else finished first).
+    func deleteProfileAndLinks(_ user: UserView, emailClaims: [String]) throws(AuthError) -> Bool {
+        let userID = user.profile.userID
+        let owned = ExpressionAttributes(values: [":user": .s(userID)])
+        var actions: [TransactWriteAction] = [.delete(key: Keys.profileKey(userID), condition: "attribute_exists(deletionRequestedAt)")]
+        for identity in user.identities {
+            actions.append(.delete(key: Keys.userIdentity(userID, identity.provider)))
+            actions.append(.delete(key: Keys.identityLink(identity.provider, identity.subject), condition: "userId = :user", attributes: owned))
+        }
+        actions += emailClaims.map { .delete(key: Keys.email($0), condition: "userId = :user", attributes: owned) }
+        guard let reasons = try table.transact(actions) else { return true }
+        if reasons.failed(0) { return false }
+        throw AuthError(.internal, "internal error", detail: "final deletion cancelled: \(reasons.map(\.code))")
+    }
+}

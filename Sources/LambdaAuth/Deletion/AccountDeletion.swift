@@ -1,0 +1,95 @@
+/// Deletes every item of a user, in an order that survives a crash at any instant.
+///
+/// A user can own more items than one transaction holds (100), so the deletion cannot be one
+/// transaction. Instead: (1) the profile is marked (`deletionRequestedAt`, one conditional
+/// write): from then on every flow treats the account as gone; (2) sessions, refresh tokens and
+/// every other item of the user's partition are deleted, 100 per transaction; (3) one last
+/// transaction deletes the profile with both sides of every link and the email claims. A crash
+/// before (3) leaves a marked profile whose links still point at it, so the next delete-account
+/// or the next sign-in with one of its identities meets the mark and runs `finish` again (every
+/// step is idempotent); a crash never leaves a link or email claim pointing at a missing user.
+struct AccountDeletion: Sendable {
+    let store: AccountStore
+
+    /// Steps (2) and (3) for a user whose profile is marked, or whose profile is already gone
+    /// (then only leftovers of its partition remain, which no link points at).
+    func finish(userID: String, logger: Logger) throws(AuthError) {
+        for _ in 0..<3 {
+            guard let user = try store.user(userID) else {
+                try store.delete(try store.deletableItems(of: userID))
+                return
+            }
+            guard user.profile.deletionRequestedAt != nil else {
+                throw AuthError(.internal, "internal error", detail: "finishing the deletion of a user that is not marked")
+            }
+            let items = try store.deletableItems(of: userID)
+            try store.delete(items)
+            let claims = try store.emailClaims(of: user)
+            if try store.deleteProfileAndLinks(user, emailClaims: claims) {
+                logger.info("account deleted", ["userId": .string(userID), "items": .number(Int64(items.count + 1 + 2 * user.identities.count + claims.count))])
+                return
+            }
+        }
+        throw AuthError(.storeUnavailable, "the user store is too contended; try again", detail: "deletion gave up")
+    }
+}
+
+/// Whether the caller must prove again who they are before deleting the account.
+struct Reauthentication: Sendable {
+    let verifier: any IdentityVerifying
+    /// A session younger than this needs no new proof (AUTH_REAUTH_WINDOW).
+    let window: Int64
+
+    struct Proof: Sendable {
+        var provider: ProviderName
+        var idToken: String
+        var nonce: String?
+    }
+
+    /// A fresh ID token of one of the user's own identities, unless the session is young enough;
+    /// a token presented anyway is checked anyway.
+    func check(_ proof: Proof?, user: UserView, sessionCreatedAt: Int64?, now: Int64) throws(AuthError) {
+        guard let proof else {
+            if let sessionCreatedAt, now - sessionCreatedAt < window { return }
+            throw AuthError(.reauthenticationRequired, "sign in again: present a fresh ID token of one of your identities")
+        }
+        let identity = try verifier.verify(proof.idToken, provider: proof.provider, nonce: proof.nonce)
+        guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject == identity.subject }) else {
+            throw AuthError(.reauthenticationRequired, "the ID token is not one of this account's identities")
+        }
+    }
+}
+
+/// `delete-account`: re-authentication, the mark, then the deletion itself.
+struct DeleteAccountFlow: Sendable {
+    let callerCheck: CallerCheck
+    let reauthentication: Reauthentication
+    let store: AccountStore
+    let deletion: AccountDeletion
+    let clock: any Clock
+    let retry: OptimisticRetry
+
+    func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
+        try callerCheck.check(accessToken, allowingPendingDeletion: true, logger: logger)
+    }
+
+    /// The deleted user's id.
+    func delete(for caller: Caller, proof: Reauthentication.Proof?, logger: Logger) throws(AuthError) -> String {
+        var user = caller.user
+        var firstAttempt = true
+        try retry.run("account deletion") { () throws(AuthError) -> Void? in
+            if !firstAttempt { user = try callerCheck.currentUser(of: caller.claims, allowingPendingDeletion: true) }
+            firstAttempt = false
+            // An earlier, authorised request marked it: finishing needs no new proof.
+            if user.profile.deletionRequestedAt != nil { return () }
+            let now = clock.nowSeconds
+            let session = try store.session(userID: caller.userID, sessionID: caller.sessionID)
+            try reauthentication.check(proof, user: user, sessionCreatedAt: session?.createdAt, now: now)
+            guard try store.markForDeletion(user, callerSessionID: caller.sessionID, now: now) else { return nil }
+            logger.info("account deletion requested", ["userId": .string(caller.userID), "sessionId": .string(caller.sessionID)])
+            return ()
+        }
+        try deletion.finish(userID: caller.userID, logger: logger)
+        return caller.userID
+    }
+}

@@ -1,0 +1,91 @@
+/// The Lambda side of `signout`, `sessions` and `delete-account` (contract section 7).
+public struct SignOutHandler: RequestHandler {
+    let flow: SignOutFlow
+    public init(services: AuthServices) { flow = services.signOut }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        try request.requireMethod("POST")
+        let body = RequestBody(request.body)
+        let scope = try SignOutScope.parse(body.optionalString("scope", maximumBytes: 16, emptyIsAbsent: true))
+        let revoked: Int
+        if request.carriesCallerToken || !request.body.keys.contains("refreshToken") {
+            revoked = try flow.signOut(accessToken: try request.callerToken(), scope: scope, logger: context.logger)
+        } else {
+            let refreshToken = try body.requiredString("refreshToken", maximumBytes: 1024)
+            revoked = try flow.signOut(refreshToken: refreshToken, scope: scope, logger: context.logger)
+        }
+        return InvocationResponse(body: ["revokedSessions": .number(Int64(revoked))])
+    }
+}
+
+public struct SessionsHandler: RequestHandler {
+    let flow: SessionsFlow
+    public init(services: AuthServices) { flow = services.sessions }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        try request.requireMethod("GET", "POST", "DELETE", hint: "use GET to list or DELETE to revoke a session")
+        let body = RequestBody(request.body)
+        let revoking: Bool
+        switch request.method {
+        case "GET": revoking = false
+        case "DELETE": revoking = true
+        default:
+            switch try body.optionalString("action", maximumBytes: 16) {
+            case nil, "list"?: revoking = false
+            case "revoke"?: revoking = true
+            default: throw AuthError(.invalidRequest, "action must be list or revoke")
+            }
+        }
+        let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
+        guard revoking else {
+            let sessions = try flow.list(for: caller)
+            return InvocationResponse(body: ["sessions": .array(sessions.map(\.json))])
+        }
+        let sessionID = try body.requiredString("sessionId", maximumBytes: 128)
+        return InvocationResponse(body: ["revokedSessions": .number(Int64(try flow.revoke(sessionID, for: caller, logger: context.logger)))])
+    }
+}
+
+public struct DeleteAccountHandler: RequestHandler {
+    let flow: DeleteAccountFlow
+    public init(services: AuthServices) { flow = services.deleteAccount }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        try request.requireMethod("POST", "DELETE", hint: "use POST or DELETE")
+        let body = RequestBody(request.body)
+        let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
+        var proof: Reauthentication.Proof?
+        if let idToken = try body.optionalString("idToken", maximumBytes: 16 << 10, emptyIsAbsent: true) {
+            proof = Reauthentication.Proof(provider: try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64)),
+                                           idToken: idToken,
+                                           nonce: try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true))
+        }
+        let userID = try flow.delete(for: caller, proof: proof, logger: context.logger)
+        return InvocationResponse(body: ["deleted": true, "userId": .string(userID)])
+    }
+}
+
+extension SignOutScope {
+    static func parse(_ text: String?) throws(AuthError) -> SignOutScope {
+        guard let text else { return .session }
+        guard let scope = SignOutScope(rawValue: text) else {
+            throw AuthError(.invalidRequest, "scope must be session, others or global")
+        }
+        return scope
+    }
+}
+
+extension SessionSummary {
+    var json: JSONValue {
+        ["id": .string(session.sessionID), "device": .object(session.device.mapValues(JSONValue.string)),
+         "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(lastActiveAt)),
+         "current": .bool(current)]
+    }
+}
+
+extension InvocationRequest {
+    /// Whether the request carries an access token at all (it may still be invalid).
+    var carriesCallerToken: Bool {
+        kind.isHTTP ? headers["authorization"] != nil : body["accessToken"] != nil
+    }
+}
