@@ -125,6 +125,19 @@ public final class FlowWorld: @unchecked Sendable {
 
     public var logs: [String] { lock.withLock { collectedLogs } }
 
+    /// Every item of the world's table, in key order (a scan, as `authctl store export` reads it).
+    public func allItems() throws -> [Item] {
+        let table = try self.table()
+        var items: [Item] = []
+        var start: Item?
+        repeat {
+            let page = try table.scan(limit: nil, exclusiveStartKey: start)
+            items += page.items
+            start = page.lastEvaluatedKey
+        } while start != nil
+        return items.sorted { ($0["PK"]?.stringValue ?? "", $0["SK"]?.stringValue ?? "") < ($1["PK"]?.stringValue ?? "", $1["SK"]?.stringValue ?? "") }
+    }
+
     /// Every file under the store with the SHA-256 of its bytes, to prove a request changed nothing.
     public func storeSnapshot() -> [String: String] {
         var snapshot: [String: String] = [:]

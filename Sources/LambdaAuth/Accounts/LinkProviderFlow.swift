@@ -17,11 +17,8 @@ struct LinkProviderFlow: Sendable {
 
     func link(_ provider: ProviderName, idToken: String, nonce: String?, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
         let identity = try verifier.verify(idToken, provider: provider, nonce: nonce)
-        var user = caller.user
-        var firstAttempt = true
-        return try retry.run("link") { () throws(AuthError) -> UserView? in
-            if !firstAttempt { user = try callerCheck.currentUser(of: caller.claims) }
-            firstAttempt = false
+        return try callerCheck.retrying("link", for: caller, with: retry) { (read: UserView) throws(AuthError) -> UserView? in
+            var user = read
             if let owner = try store.linkedUserID(identity.provider, identity.subject) {
                 guard owner == caller.userID else {
                     throw AuthError(.identityLinkedToOtherUser, "this \(identity.provider.rawValue) account is already linked to another user")
@@ -47,11 +44,8 @@ struct LinkProviderFlow: Sendable {
 
     /// Unlinking what is not linked leaves the user as requested: an idempotent success.
     func unlink(_ provider: ProviderName, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
-        var user = caller.user
-        var firstAttempt = true
-        return try retry.run("unlink") { () throws(AuthError) -> UserView? in
-            if !firstAttempt { user = try callerCheck.currentUser(of: caller.claims) }
-            firstAttempt = false
+        return try callerCheck.retrying("unlink", for: caller, with: retry) { (read: UserView) throws(AuthError) -> UserView? in
+            var user = read
             guard let identity = user.identities.first(where: { $0.provider == provider }) else { return user }
             guard user.identities.count > 1 else {
                 throw AuthError(.lastIdentity, "the \(provider.rawValue) identity is the user's last; link another before removing it")

@@ -33,3 +33,23 @@ struct CallerCheck: Sendable {
         return user
     }
 }
+
+extension CallerCheck {
+    /// An optimistic loop on the caller's user: the first attempt decides on the user the caller
+    /// check read; after a lost race the user is read again, and the caller checked again (its
+    /// session may have been signed out meanwhile).
+    func retrying<Result>(_ operation: String, for caller: Caller, with retry: OptimisticRetry, allowingPendingDeletion: Bool = false,
+                          _ attempt: (UserView) throws(AuthError) -> Result?) throws(AuthError) -> Result {
+        var firstRead: UserView? = caller.user
+        return try retry.run(operation) { () throws(AuthError) -> Result? in
+            let user: UserView
+            if let read = firstRead {
+                user = read
+                firstRead = nil
+            } else {
+                user = try currentUser(of: caller.claims, allowingPendingDeletion: allowingPendingDeletion)
+            }
+            return try attempt(user)
+        }
+    }
+}

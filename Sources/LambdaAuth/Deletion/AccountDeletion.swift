@@ -75,11 +75,7 @@ struct DeleteAccountFlow: Sendable {
 
     /// The deleted user's id.
     func delete(for caller: Caller, proof: Reauthentication.Proof?, logger: Logger) throws(AuthError) -> String {
-        var user = caller.user
-        var firstAttempt = true
-        try retry.run("account deletion") { () throws(AuthError) -> Void? in
-            if !firstAttempt { user = try callerCheck.currentUser(of: caller.claims, allowingPendingDeletion: true) }
-            firstAttempt = false
+        try callerCheck.retrying("account deletion", for: caller, with: retry, allowingPendingDeletion: true) { (user: UserView) throws(AuthError) -> Void? in
             // An earlier, authorised request marked it: finishing needs no new proof.
             if user.profile.deletionRequestedAt != nil { return () }
             let now = clock.nowSeconds

@@ -86,11 +86,7 @@ struct SessionsFlow: Sendable {
 
     /// An id that is not one of the caller's active sessions is SESSION_NOT_FOUND, whoever's it is.
     func revoke(_ sessionID: String, for caller: Caller, logger: Logger) throws(AuthError) -> Int {
-        var user = caller.user
-        var firstAttempt = true
-        return try retry.run("session revocation") { () throws(AuthError) -> Int? in
-            if !firstAttempt { user = try callerCheck.currentUser(of: caller.claims) }
-            firstAttempt = false
+        try callerCheck.retrying("session revocation", for: caller, with: retry) { (user: UserView) throws(AuthError) -> Int? in
             guard user.profile.activeSessions[sessionID] != nil else {
                 throw AuthError(.sessionNotFound, "no such session")
             }

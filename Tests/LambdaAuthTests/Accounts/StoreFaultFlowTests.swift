@@ -29,17 +29,7 @@ import Testing
         }
 
         /// Every item in the world's table, read straight from moto.
-        func items() throws -> [Item] {
-            let table = try world.table()
-            var items: [Item] = []
-            var start: Item?
-            repeat {
-                let page = try table.scan(limit: nil, exclusiveStartKey: start)
-                items += page.items
-                start = page.lastEvaluatedKey
-            } while start != nil
-            return items.sorted { ($0["PK"]?.stringValue ?? "", $0["SK"]?.stringValue ?? "") < ($1["PK"]?.stringValue ?? "", $1["SK"]?.stringValue ?? "") }
-        }
+        func items() throws -> [Item] { try world.allItems() }
 
         func transactWrites() -> Int { proxy.operations.filter { $0 == "TransactWriteItems" }.count }
     }

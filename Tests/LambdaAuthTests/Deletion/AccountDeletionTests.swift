@@ -21,13 +21,7 @@ import Glibc
                     sourceLocation: sourceLocation)
         }
         guard fullScan else { return }
-        var items: [Item] = []
-        var start: Item?
-        repeat {
-            let page = try table.scan(limit: nil, exclusiveStartKey: start)
-            items += page.items
-            start = page.lastEvaluatedKey
-        } while start != nil
+        let items = try world.allItems()
         #expect(!items.contains { DynamoJSON.encode($0).serialized().contains(userID) }, "\(comment): items of \(userID) remain",
                 sourceLocation: sourceLocation)
         let profiles = Set(items.filter { $0["SK"] == .s("PROFILE") }.compactMap { $0["PK"]?.stringValue })
