@@ -32,16 +32,26 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // What only authctl, the bench and the tests use (child processes, the dev identity
+        // provider, table import/export and creation), kept out of the handlers' zips.
+        .target(
+            name: "LambdaAuthTooling",
+            dependencies: [
+                "LambdaAuth",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(name: "signin", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "refresh", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "link-provider", dependencies: ["LambdaAuth"]),
-        .executableTarget(name: "authctl", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "authctl", dependencies: ["LambdaAuth", "LambdaAuthTooling"]),
         // `make bench`; not shipped.
         .executableTarget(
             name: "auth-bench",
             dependencies: [
                 "LambdaAuth",
-                // The loopback Runtime API peer and process runner, shared with the tests.
+                "LambdaAuthTooling",
+                // The loopback Runtime API peer, shared with the tests.
                 "LambdaAuthTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -51,6 +61,7 @@ let package = Package(
             name: "LambdaAuthTestSupport",
             dependencies: [
                 "LambdaAuth",
+                "LambdaAuthTooling",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -60,7 +71,11 @@ let package = Package(
         .executableTarget(name: "table-worker", dependencies: ["LambdaAuth"], path: "Tests/TableWorker"),
         .testTarget(
             name: "LambdaAuthTests",
-            dependencies: ["LambdaAuth", "LambdaAuthTestSupport"]
+            dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport"]
+        ),
+        .testTarget(
+            name: "LambdaAuthToolingTests",
+            dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport"]
         ),
     ]
 )

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,7 +53,7 @@ struct DevEnvironment {
         guard FileSystem.exists(executable) else {
             throw CommandFailure("no \(handler) executable in \(binDirectory); run `swift build` first")
         }
-        let output = ProcessRunner.run(executable, environment: environment, stdin: event.serializedBytes())
+        let output = try ProcessRunner.run(executable, environment: environment, stdin: event.serializedBytes())
         return Invocation(exitCode: output.exitCode, document: output.json, log: output.stderrText)
     }
 

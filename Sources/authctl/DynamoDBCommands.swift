@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 
 /// `authctl store create-table`: the one DynamoDB set-up step a deployment needs.
 enum DynamoDBCommands {
