@@ -16,6 +16,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // authctl's command line only; no handler links it.
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // libcurl's few types and constants, declared without its development headers: it is
@@ -44,7 +46,14 @@ let package = Package(
         .executableTarget(name: "signin", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "refresh", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "link-provider", dependencies: ["LambdaAuth"]),
-        .executableTarget(name: "authctl", dependencies: ["LambdaAuth", "LambdaAuthTooling"]),
+        .executableTarget(
+            name: "authctl",
+            dependencies: [
+                "LambdaAuth",
+                "LambdaAuthTooling",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // `make bench`; not shipped.
         .executableTarget(
             name: "auth-bench",
