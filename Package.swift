@@ -19,6 +19,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // authctl's command line only; no handler links it.
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // libcurl's few types and constants, declared without its development headers: it is
@@ -35,19 +37,36 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // What only authctl, the bench and the tests use (child processes, the dev identity
+        // provider, table import/export and creation), kept out of the handlers' zips.
+        .target(
+            name: "LambdaAuthTooling",
+            dependencies: [
+                "LambdaAuth",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(name: "signin", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "refresh", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "link-provider", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "signout", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "sessions", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "delete-account", dependencies: ["LambdaAuth"]),
-        .executableTarget(name: "authctl", dependencies: ["LambdaAuth"]),
+        .executableTarget(
+            name: "authctl",
+            dependencies: [
+                "LambdaAuth",
+                "LambdaAuthTooling",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // `make bench`; not shipped.
         .executableTarget(
             name: "auth-bench",
             dependencies: [
                 "LambdaAuth",
-                // The loopback Runtime API peer and process runner, shared with the tests.
+                "LambdaAuthTooling",
+                // The loopback Runtime API peer, shared with the tests.
                 "LambdaAuthTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -57,6 +76,7 @@ let package = Package(
             name: "LambdaAuthTestSupport",
             dependencies: [
                 "LambdaAuth",
+                "LambdaAuthTooling",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -66,7 +86,11 @@ let package = Package(
         .executableTarget(name: "table-worker", dependencies: ["LambdaAuth"], path: "Tests/TableWorker"),
         .testTarget(
             name: "LambdaAuthTests",
-            dependencies: ["LambdaAuth", "LambdaAuthTestSupport"]
+            dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport"]
+        ),
+        .testTarget(
+            name: "LambdaAuthToolingTests",
+            dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport"]
         ),
     ]
 )

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 
 /// The flows on the production backends as moto_server implements them (DynamoDB + STS), next to

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,12 @@ enum FlowBench {
         /// Runs one handler process; returns the response body and the wall time in milliseconds.
         func invoke(_ handler: String, _ event: JSONValue) -> (body: JSONValue, milliseconds: Double) {
             let started = monotonicSeconds()
-            let output = ProcessRunner.run(ProcessRunner.executable(handler), environment: environment, stdin: event.serializedBytes())
+            let output: ProcessRunner.Output
+            do {
+                output = try ProcessRunner.run(ProcessRunner.executable(handler), environment: environment, stdin: event.serializedBytes())
+            } catch {
+                fatalError("bench: \(error)")
+            }
             let elapsed = (monotonicSeconds() - started) * 1000
             guard let body = output.json, body["error"] == nil else {
                 fatalError("bench: \(handler) failed: \(output.stdoutText) \(output.stderrText.suffix(400))")

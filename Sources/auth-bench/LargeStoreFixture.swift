@@ -1,5 +1,6 @@
 import Crypto
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif

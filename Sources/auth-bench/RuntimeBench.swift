@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -38,7 +39,13 @@ enum RuntimeBench {
         var refreshToken = signedIn["tokens"]!["refreshToken"]!
         var variables = world.environment
         variables["AWS_LAMBDA_RUNTIME_API"] = peer.address
-        let process = ProcessRunner.start(ProcessRunner.executable(handler), environment: variables)
+        let process: RunningProcess
+        do {
+            process = try ProcessRunner.start(ProcessRunner.executable(handler), environment: variables)
+        } catch {
+            table.add(name, "warm \(handler) invocation", error.description)
+            return
+        }
         // Drain its output on a thread so a full pipe can never stall it.
         BackgroundThread.detach { _ = process.finish() }
         defer { process.kill(SIGKILL) }
@@ -75,7 +82,11 @@ enum RuntimeBench {
             guard let peer = try? RuntimeAPIPeer() else { break }
             let store = TestSupport.temporaryDirectory("lambda-auth-bench")
             let started = monotonicSeconds()
-            let process = ProcessRunner.start(ProcessRunner.executable(handler), environment: environment(peer, store: store))
+            guard let process = try? ProcessRunner.start(ProcessRunner.executable(handler), environment: environment(peer, store: store)) else {
+                peer.stop()
+                TestSupport.removeTree(store)
+                break
+            }
             BackgroundThread.detach { _ = process.finish() }
             if peer.waitForNextRequests(1, timeout: 10), let first = peer.nextRequestTimes.first {
                 samples.append((first - started) * 1000)

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,24 +27,16 @@ struct DevEnvironment {
     /// The handlers' environment: the caller's, completed with the embedded defaults.
     func handlerEnvironment(_ base: [String: String]) -> [String: String] {
         var environment = base
-        let jwksURL = "file://" + absolute(DevIdentityProvider.jwksPath(in: directory))
+        let jwksURL = "file://" + absolutePath(DevIdentityProvider.jwksPath(in: directory))
         let defaults = [
             "AUTH_GOOGLE_AUDIENCES": DevEnvironment.googleAudiences.joined(separator: ","),
             "AUTH_APPLE_AUDIENCES": DevEnvironment.appleAudiences.joined(separator: ","),
             "AUTH_GOOGLE_JWKS_URL": jwksURL,
             "AUTH_APPLE_JWKS_URL": jwksURL,
-            "AUTH_CACHE_DIR": absolute(directory + "/cache"),
+            "AUTH_CACHE_DIR": absolutePath(directory + "/cache"),
         ]
         for (name, value) in defaults where (environment[name] ?? "").isEmpty { environment[name] = value }
         return environment
-    }
-
-    func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard getcwd(&buffer, buffer.count) != nil else { return path }
-        let length = buffer.firstIndex(of: 0) ?? buffer.count
-        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
     }
 
     /// Runs one handler executable on one event, as Lambda's stdin mode does.
@@ -52,7 +45,7 @@ struct DevEnvironment {
         guard FileSystem.exists(executable) else {
             throw CommandFailure("no \(handler) executable in \(binDirectory); run `swift build` first")
         }
-        let output = ProcessRunner.run(executable, environment: environment, stdin: event.serializedBytes())
+        let output = try ProcessRunner.run(executable, environment: environment, stdin: event.serializedBytes())
         return Invocation(exitCode: output.exitCode, document: output.json, log: output.stderrText)
     }
 
@@ -152,4 +145,13 @@ struct PlaceholderFiller {
         if !current.isEmpty { words.append(current) }
         return words
     }
+}
+
+/// `path` from the current directory, for the file:// URLs printed and handed to the handlers.
+func absolutePath(_ path: String) -> String {
+    if path.hasPrefix("/") { return path }
+    var buffer = [CChar](repeating: 0, count: 4096)
+    guard getcwd(&buffer, buffer.count) != nil else { return path }
+    let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return cwd + "/" + path
 }

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 
 extension DevIdentityProvider {
     /// Mints a token from placeholder options (`sub=… email=… aud=… nonce=… name=… picture=…

@@ -1,19 +1,20 @@
+import ArgumentParser
 import LambdaAuth
+import LambdaAuthTooling
 
-/// `authctl store create-table`: the one DynamoDB set-up step a deployment needs.
-enum DynamoDBCommands {
-    static var all: [Command] { [createTable] }
+extension StoreCommands {
+    /// `authctl store create-table`: the one DynamoDB set-up step a deployment needs.
+    struct CreateTable: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "create-table",
+            abstract: "Create the AUTH_STORE=dynamodb:TABLE table (PK/SK, GSI1, on-demand, TTL on ttl) at "
+                + "AUTH_DYNAMODB_ENDPOINT or AWS; idempotent."
+        )
 
-    static var createTable: Command {
-        Command(
-        path: ["store", "create-table"],
-        usage: "store create-table",
-        summary: "create the AUTH_STORE=dynamodb:TABLE table (PK/SK, GSI1, on-demand, TTL on ttl) at AUTH_DYNAMODB_ENDPOINT or AWS; idempotent",
-        run: { arguments, context in
-            try arguments.finish()
+        func run() throws {
             // Creating the table needs no signing key or credentials secret; the configuration
             // insists on both for dynamodb: stores, so stand-ins satisfy it here and go unused.
-            var environment = context.environment
+            var environment = AuthCtlContext.current.environment
             if environment["AUTH_SIGNING_KEY", default: ""].isEmpty && environment["AUTH_SIGNING_KEY_FILE", default: ""].isEmpty {
                 environment["AUTH_SIGNING_KEY"] = "unused by store create-table"
             }
@@ -30,6 +31,6 @@ enum DynamoDBCommands {
                   ? "created table \(table.tableName) at \(table.client.endpoint) (PK/SK, GSI1, on-demand billing)"
                   : "table \(table.tableName) already exists at \(table.client.endpoint) with the expected keys")
             print(report.enabledTTL ? "enabled TTL on attribute ttl" : "TTL on attribute ttl was already enabled")
-        })
+        }
     }
 }

@@ -1,44 +1,37 @@
+import ArgumentParser
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Running the handlers from the developer's seat: one sample event, the demo, recorded scenarios,
 /// and the access-token JWKS for resource servers.
-enum FlowCommands {
-    static var all: [Command] {
-        [
-            Command(path: ["invoke"], usage: "invoke HANDLER EVENT_FILE [--dev-dir DIR]",
-                    summary: "Run signin, refresh or link-provider on an event file; {{idToken …}} placeholders are minted by the dev identity provider and {{$refreshToken}} / {{$accessToken}} come from the previous response.",
-                    run: invoke),
-            Command(path: ["demo"], usage: "demo",
-                    summary: "A Google sign-in, a refresh, an Apple link and a second refresh on the embedded defaults, in a fresh temporary store.",
-                    run: demo),
-            Command(path: ["replay"], usage: "replay [--verbose] [--backend local|dynamodb --endpoint URL] FILE...",
-                    summary: "Replay recorded scenarios (Events/scenarios/*.json) against the built handlers, each on a fresh local store or DynamoDB table (with STS credentials from the same endpoint); prints a diff on mismatch.",
-                    run: replay),
-            Command(path: ["jwks"], usage: "jwks",
-                    summary: "Print the public JWKS that resource servers use to verify our access tokens.",
-                    run: jwks),
-        ]
-    }
+struct InvokeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "invoke",
+        abstract: "Run signin, refresh or link-provider on an event file.",
+        discussion: "{{idToken …}} placeholders are minted by the dev identity provider and {{$refreshToken}} / "
+            + "{{$accessToken}} come from the previous response."
+    )
 
-    static func invoke(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
-        let devDirectory = try arguments.option("dev-dir") ?? ".auth-dev"
-        let handler = try arguments.positional("HANDLER")
-        let file = try arguments.positional("EVENT_FILE")
-        try arguments.finish()
-        let environment = try DevEnvironment(directory: devDirectory)
-        let statePath = devDirectory + "/last-tokens.json"
+    @Argument(help: "signin, refresh or link-provider.") var handler: String
+    @Argument(help: "The event, a JSON file.") var eventFile: String
+    @Option(help: "The dev identity provider's directory, which also keeps the last tokens.") var devDir = ".auth-dev"
+
+    func run() throws {
+        let context = AuthCtlContext.current
+        let environment = try DevEnvironment(directory: devDir)
+        let statePath = devDir + "/last-tokens.json"
         var saved: [String: String] = [:]
         if let state = try? JSONValue.parse(FileSystem.readFile(statePath)), case .object(let members) = state {
             for (name, value) in members { saved[name] = value.stringValue }
         }
         let template: JSONValue
         do {
-            template = try JSONValue.parse(try FileSystem.readFile(file))
+            template = try JSONValue.parse(try FileSystem.readFile(eventFile))
         } catch {
-            throw CommandFailure("\(file): \(error)")
+            throw CommandFailure("\(eventFile): \(error)")
         }
         let now = context.environment["AUTH_NOW"].flatMap { Double($0) ?? ISO8601.parse($0) }.map { Int64($0) }
             ?? SystemClock().nowSeconds
@@ -53,9 +46,17 @@ enum FlowCommands {
             try FileSystem.writeAtomically(statePath, JSONValue.object(saved.mapValues(JSONValue.string)).serializedBytes())
         }
     }
+}
 
-    static func demo(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
-        try arguments.finish()
+struct DemoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "A Google sign-in, a refresh, an Apple link and a second refresh on the embedded defaults, in a fresh "
+            + "temporary store."
+    )
+
+    func run() throws {
+        let context = AuthCtlContext.current
         let world = try FileSystem.makeTemporaryDirectory(prefix: "lambda-auth-demo")
         defer { FileSystem.removeTree(world) }
         let environment = try DevEnvironment(directory: world + "/dev")
@@ -95,13 +96,24 @@ enum FlowCommands {
                      ["refreshToken": refreshed["tokens"]!["refreshToken"]!])
         print("\ndemo complete: 4 invocations, all 200")
     }
+}
 
-    static func replay(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
-        let verbose = arguments.flag("verbose")
-        let backend = try ReplayBackend(name: arguments.option("backend"), endpoint: arguments.option("endpoint"))
-        var files: [String] = []
-        while let file = arguments.optionalPositional() { files.append(file) }
-        try arguments.finish()
+struct ReplayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Replay recorded scenarios (Events/scenarios/*.json) against the built handlers.",
+        discussion: "Each scenario runs on a fresh local store or DynamoDB table (with STS credentials from the same "
+            + "endpoint); a mismatch prints a diff."
+    )
+
+    @Flag(help: "List every step, not only failures.") var verbose = false
+    @Option(help: "local (default) or dynamodb.") var backend: String?
+    @Option(help: "The DynamoDB and STS endpoint, with --backend dynamodb.") var endpoint: String?
+    @Argument(help: "Scenario files.") var files: [String] = []
+
+    func run() throws {
+        let context = AuthCtlContext.current
+        let backend = try ReplayBackend(name: backend, endpoint: endpoint)
         guard !files.isEmpty else { throw CommandFailure("name at least one scenario file", exitCode: 2) }
         let runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
                                     baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") }, backend: backend)
@@ -116,10 +128,16 @@ enum FlowCommands {
         print("replay: \(passed) passed, \(failed) failed")
         if failed > 0 { throw CommandFailure("\(failed) scenario(s) failed") }
     }
+}
 
-    static func jwks(_ arguments: inout Arguments, _ context: AuthCtlContext) throws {
-        try arguments.finish()
-        let configuration = try context.configuration()
+struct AccessTokenJWKSCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jwks",
+        abstract: "Print the public JWKS that resource servers use to verify our access tokens."
+    )
+
+    func run() throws {
+        let configuration = try AuthCtlContext.current.configuration()
         let services = try AuthServices(configuration: configuration, logger: Logger(minimumLevel: .warning))
         guard let key = try services.accessTokenKey() else {
             throw CommandFailure("no access-token key yet: set AUTH_SIGNING_KEY(_FILE), or sign a user in once to create the dev key")

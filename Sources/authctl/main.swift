@@ -1,3 +1,1 @@
-import LambdaAuth
-
-AuthCtl.main(Array(CommandLine.arguments.dropFirst()))
+AuthCtl.runCommandLine(Array(CommandLine.arguments.dropFirst()))

@@ -1,5 +1,6 @@
 import Crypto
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -90,10 +91,16 @@ public final class FlowWorld: @unchecked Sendable {
 
     // MARK: invocations
 
-    /// Runs a handler on raw event bytes.
+    /// Runs a handler on raw event bytes. A handler that cannot start answers as a shell reports
+    /// it (exit 127, the reason on stderr), so the test fails on its own expectations and says why.
     public func run(_ handler: String, raw: [UInt8], environment extra: [String: String] = [:]) -> ProcessRunner.Output {
-        let output = ProcessRunner.run(ProcessRunner.executable(handler), environment: environment.merging(extra) { $1 },
-                                       stdin: raw)
+        let output: ProcessRunner.Output
+        do {
+            output = try ProcessRunner.run(ProcessRunner.executable(handler), environment: environment.merging(extra) { $1 },
+                                           stdin: raw)
+        } catch {
+            output = ProcessRunner.Output(exitCode: 127, stdout: [], stderr: Array(error.description.utf8))
+        }
         lock.withLock { collectedLogs.append(output.stderrText) }
         return output
     }
@@ -103,8 +110,8 @@ public final class FlowWorld: @unchecked Sendable {
     }
 
     /// Starts a handler without feeding it yet, for races: start many, then `finish` them together.
-    public func start(_ handler: String) -> RunningProcess {
-        ProcessRunner.start(ProcessRunner.executable(handler), environment: environment)
+    public func start(_ handler: String) throws(ProcessRunner.SpawnFailure) -> RunningProcess {
+        try ProcessRunner.start(ProcessRunner.executable(handler), environment: environment)
     }
 
     public func record(_ output: ProcessRunner.Output) {

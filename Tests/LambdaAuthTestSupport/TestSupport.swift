@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 
 /// Helpers shared by every test.
 public enum TestSupport {

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import LambdaAuth
+import LambdaAuthTooling
 
 /// RSA keys for tests. Generating one takes tens of milliseconds, so a few are made once per test
 /// process and shared; tests that need "another provider's key" take a different index.

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 
 /// Where a replayed scenario's handlers keep their data: a fresh local store, or a fresh table on
 /// a DynamoDB endpoint (moto_server in `make test`) with credentials from that endpoint's STS.

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 
 /// A recorded scenario (`Events/scenarios/*.json`): invocations in order on a fixed clock, each
 /// with the expected status and body.

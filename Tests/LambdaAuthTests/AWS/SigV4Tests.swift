@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 
@@ -90,7 +91,7 @@ import Testing
         try FileSystem.writeAtomically(input, JSONValue.array(cases.map { $0.json }).serializedBytes())
 
         let script = SigV4Tests.scriptPath("sigv4_botocore.py")
-        let output = ProcessRunner.run("/usr/bin/env", arguments: ["python3", script, input], environment: Environment.current())
+        let output = try ProcessRunner.run("/usr/bin/env", arguments: ["python3", script, input], environment: Environment.current())
         // No skip: without python3 and botocore this comparison cannot be made, and that is a failure.
         try #require(output.exitCode == 0, "python3 \(script) failed (is botocore installed? .ci/run installs it): \(output.stderrText)")
         let results = try #require(output.json?.arrayValue, "botocore's output is not a JSON array: \(output.stdoutText)")

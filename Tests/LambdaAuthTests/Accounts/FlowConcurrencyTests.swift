@@ -13,7 +13,7 @@ import Testing
         let userID = try #require(signedIn["user"]?["id"]?.stringValue)
         let sessionID = try #require(signedIn["session"]?["id"]?.stringValue)
 
-        let processes = (0..<16).map { _ in world.start("refresh") }
+        let processes = try (0..<16).map { _ in try world.start("refresh") }
         let event = JSONValue.object(["refreshToken": .string(refreshToken)]).serializedBytes()
         let outputs = runSimultaneously(16) { processes[$0].finish(stdin: event) }
         outputs.forEach(world.record)
@@ -40,7 +40,7 @@ import Testing
     func sixteenSimultaneousFirstSignInsCreateOneUser(backend: FlowWorld.Backend) throws {
         let world = try FlowWorld(backend: backend)
         let token = world.googleToken(subject: "race-signin", email: "race@example.com")
-        let processes = (0..<16).map { _ in world.start("signin") }
+        let processes = try (0..<16).map { _ in try world.start("signin") }
         let event = JSONValue.object(["provider": "google", "idToken": .string(token)]).serializedBytes()
         let outputs = runSimultaneously(16) { processes[$0].finish(stdin: event) }
         outputs.forEach(world.record)
@@ -67,7 +67,7 @@ import Testing
             world.signIn(token: world.googleToken(subject: "racer-\(index)", email: "racer\(index)@example.com"))["tokens"]!["accessToken"]!
         }
         let contested = world.appleToken(subject: "000999.contested.1")
-        let processes = (0..<8).map { _ in world.start("link-provider") }
+        let processes = try (0..<8).map { _ in try world.start("link-provider") }
         let outputs = runSimultaneously(8) { index in
             processes[index].finish(stdin: JSONValue.object([
                 "provider": "apple", "idToken": .string(contested), "accessToken": accessTokens[index],

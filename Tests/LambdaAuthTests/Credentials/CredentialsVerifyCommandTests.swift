@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 
@@ -18,7 +19,7 @@ import Testing
         func verify(_ url: String) throws -> ProcessRunner.Output {
             let request = try signer.sign(HTTPRequest(method: "GET", url: url), now: Double(world.now))
             let headerArguments = request.headers.flatMap { ["--header", "\($0.name): \($0.value)"] }
-            return ProcessRunner.run(ProcessRunner.executable("authctl"),
+            return try ProcessRunner.run(ProcessRunner.executable("authctl"),
                                      arguments: ["credentials", "verify", "--method", "GET", "--url", url] + headerArguments,
                                      environment: world.environment)
         }

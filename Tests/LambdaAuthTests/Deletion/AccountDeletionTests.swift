@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -116,7 +117,7 @@ import Glibc
             let accessToken = try #require(signedIn["tokens"]?["accessToken"])
             try Self.addItems(300, userID: userID, sessionID: try #require(signedIn["session"]?["id"]?.stringValue), world: world)
 
-            let process = world.start("delete-account")
+            let process = try world.start("delete-account")
             let event = JSONValue.object(["accessToken": accessToken]).serializedBytes()
             let delay = UInt32.random(in: 0...(backend == .local ? 60_000 : 400_000), using: &generator)
             _ = runSimultaneously(2) { index -> Int in

@@ -1,6 +1,7 @@
 import Crypto
 import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Testing
 
 @Suite struct JSONWebKeyTests {

@@ -1,27 +1,28 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 
 @Suite struct HandlerProcessTests {
     @Test(arguments: ["signin", "refresh", "link-provider"])
-    func brokenEventGetsTheContractErrorAndExitZero(_ handler: String) {
-        let output = ProcessRunner.run(ProcessRunner.executable(handler), stdin: Array("{not json".utf8))
+    func brokenEventGetsTheContractErrorAndExitZero(_ handler: String) throws {
+        let output = try ProcessRunner.run(ProcessRunner.executable(handler), stdin: Array("{not json".utf8))
         #expect(output.exitCode == 0)
         #expect(output.json?["error"]?["code"] == "INVALID_REQUEST")
         #expect(output.stdoutText.hasSuffix("}\n"))
     }
 
-    @Test func invalidConfigurationIsAConfigErrorResponse() {
-        let output = ProcessRunner.run(ProcessRunner.executable("refresh"), environment: ["AUTH_CLOCK_SKEW": "x"],
-                                       stdin: Array(#"{"refreshToken":"x"}"#.utf8))
+    @Test func invalidConfigurationIsAConfigErrorResponse() throws {
+        let output = try ProcessRunner.run(ProcessRunner.executable("refresh"), environment: ["AUTH_CLOCK_SKEW": "x"],
+                                           stdin: Array(#"{"refreshToken":"x"}"#.utf8))
         #expect(output.exitCode == 0)
         #expect(output.json?["error"]?["code"] == "CONFIG_ERROR")
         #expect(output.json?["error"]?["message"]?.stringValue?.contains("AUTH_CLOCK_SKEW") == true)
     }
 
-    @Test func logsAreJSONLines() {
-        let output = ProcessRunner.run(ProcessRunner.executable("signin"), environment: ["AUTH_LOG_LEVEL": "debug"],
-                                       stdin: Array("[]".utf8))
+    @Test func logsAreJSONLines() throws {
+        let output = try ProcessRunner.run(ProcessRunner.executable("signin"), environment: ["AUTH_LOG_LEVEL": "debug"],
+                                           stdin: Array("[]".utf8))
         let lines = output.stderrText.split(separator: "\n")
         #expect(!lines.isEmpty)
         for line in lines {

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 #if canImport(Glibc)
@@ -44,7 +45,7 @@ import Glibc
         defer { peer.stop() }
         let store = TestSupport.temporaryDirectory()
         defer { TestSupport.removeTree(store) }
-        let process = BackgroundProcess(ProcessRunner.start(ProcessRunner.executable("refresh"), environment: [
+        let process = try BackgroundProcess(ProcessRunner.start(ProcessRunner.executable("refresh"), environment: [
             "AWS_LAMBDA_RUNTIME_API": peer.address, "AUTH_TEST_MODE": "1", "AUTH_STORE": store, "AUTH_LOG_LEVEL": "debug",
         ]))
         let cases = (0..<50).map(RuntimeLoopTests.mixedCase)
@@ -137,8 +138,8 @@ import Glibc
     func invalidConfigurationPostsInitErrorAndExits(_ variable: String, _ value: String) throws {
         let peer = try RuntimeAPIPeer()
         defer { peer.stop() }
-        let output = ProcessRunner.run(ProcessRunner.executable("signin"),
-                                       environment: ["AWS_LAMBDA_RUNTIME_API": peer.address, variable: value])
+        let output = try ProcessRunner.run(ProcessRunner.executable("signin"),
+                                           environment: ["AWS_LAMBDA_RUNTIME_API": peer.address, variable: value])
         #expect(output.exitCode != 0)
         #expect(output.signal == nil)
         let posts = peer.posts
@@ -156,8 +157,8 @@ import Glibc
     @Test func testFaultHookIsInertWithoutTestMode() throws {
         let peer = try RuntimeAPIPeer()
         defer { peer.stop() }
-        let process = BackgroundProcess(ProcessRunner.start(ProcessRunner.executable("refresh"),
-                                                            environment: ["AWS_LAMBDA_RUNTIME_API": peer.address]))
+        let process = try BackgroundProcess(ProcessRunner.start(ProcessRunner.executable("refresh"),
+                                                                environment: ["AWS_LAMBDA_RUNTIME_API": peer.address]))
         peer.enqueue(RuntimeAPIPeer.Event(requestID: "fault-off", body: Array(#"{"_testFault":"throw"}"#.utf8)))
         let posts = peer.waitForPosts(1, timeout: 20)
         process.kill(SIGKILL)
@@ -167,9 +168,9 @@ import Glibc
         #expect(posts[0].json?["error"]?["code"] != nil)
     }
 
-    @Test func testFaultInStdinModeIsAnInternalResponse() {
-        let output = ProcessRunner.run(ProcessRunner.executable("link-provider"), environment: ["AUTH_TEST_MODE": "1"],
-                                       stdin: Array(#"{"_testFault":"throw"}"#.utf8))
+    @Test func testFaultInStdinModeIsAnInternalResponse() throws {
+        let output = try ProcessRunner.run(ProcessRunner.executable("link-provider"), environment: ["AUTH_TEST_MODE": "1"],
+                                           stdin: Array(#"{"_testFault":"throw"}"#.utf8))
         #expect(output.exitCode == 0)
         #expect(output.json?["error"]?["code"] == "INTERNAL")
         #expect(output.json?["error"]?["status"] == .number(500))
@@ -182,7 +183,7 @@ import Glibc
         defer { socket.close() }
         let address = "127.0.0.1:\(socket.port)"
         let started = monotonicSeconds()
-        let output = ProcessRunner.run(ProcessRunner.executable("refresh"), environment: ["AWS_LAMBDA_RUNTIME_API": address])
+        let output = try ProcessRunner.run(ProcessRunner.executable("refresh"), environment: ["AWS_LAMBDA_RUNTIME_API": address])
         let elapsed = monotonicSeconds() - started
         #expect(output.exitCode != 0)
         #expect(output.signal == nil)
@@ -193,8 +194,8 @@ import Glibc
     @Test func resetConnectionsAreRetriedABoundedNumberOfTimes() throws {
         let resetting = try LoopbackHTTPServer { _ in .drop }
         defer { resetting.stop() }
-        let output = ProcessRunner.run(ProcessRunner.executable("refresh"),
-                                       environment: ["AWS_LAMBDA_RUNTIME_API": "127.0.0.1:\(resetting.port)"])
+        let output = try ProcessRunner.run(ProcessRunner.executable("refresh"),
+                                           environment: ["AWS_LAMBDA_RUNTIME_API": "127.0.0.1:\(resetting.port)"])
         #expect(output.exitCode != 0)
         #expect(resetting.requestCount == 1 + RuntimeAPIClient.defaultRetryDelays.count)
     }

@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Testing
 
 /// `signout` and `sessions` (contract section 7) as real processes on both backends.
@@ -99,8 +100,8 @@ import Testing
     func sixteenRefreshesRacingAGlobalSignOutLeaveNoUsableToken(backend: FlowWorld.Backend) throws {
         let world = try FlowWorld(backend: backend)
         let device = try Self.signIn(world, device: "phone")
-        let refreshes = (0..<16).map { _ in world.start("refresh") }
-        let signOut = world.start("signout")
+        let refreshes = try (0..<16).map { _ in try world.start("refresh") }
+        let signOut = try world.start("signout")
         let refreshEvent = JSONValue.object(["refreshToken": .string(device.refreshToken)]).serializedBytes()
         let signOutEvent = JSONValue.object(["accessToken": .string(device.accessToken), "scope": "global"]).serializedBytes()
         let outputs = runSimultaneously(17) { index in

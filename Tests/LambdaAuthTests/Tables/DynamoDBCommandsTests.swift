@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 
@@ -8,11 +9,11 @@ import Testing
         let moto = try MotoServer.shared()
         let name = "authctl-\(SystemRandomSource().bytes(6).hexString)"
         let authctl = ProcessRunner.executable("authctl")
-        let first = ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: moto.environment(table: name))
+        let first = try ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: moto.environment(table: name))
         #expect(first.exitCode == 0, "\(first.stderrText)")
         #expect(first.stdoutText.contains("created table \(name)") && first.stdoutText.contains("enabled TTL"))
 
-        let second = ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: moto.environment(table: name))
+        let second = try ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: moto.environment(table: name))
         #expect(second.exitCode == 0, "\(second.stderrText)")
         #expect(second.stdoutText.contains("already exists") && second.stdoutText.contains("already enabled"))
 
@@ -26,17 +27,17 @@ import Testing
 
     @Test func createTableExplainsWhatIsMissing() throws {
         let authctl = ProcessRunner.executable("authctl")
-        let local = ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: ["AUTH_STORE": "/tmp/somewhere"])
+        let local = try ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: ["AUTH_STORE": "/tmp/somewhere"])
         #expect(local.exitCode == 2 && local.stderrText.contains("AUTH_STORE=dynamodb:TABLE"))
 
         let moto = try MotoServer.shared()
         var noRegion = moto.environment(table: "whatever-table")
         noRegion["AWS_REGION"] = nil
-        let missing = ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: noRegion)
+        let missing = try ProcessRunner.run(authctl, arguments: ["store", "create-table"], environment: noRegion)
         #expect(missing.exitCode == 1 && missing.stderrText.contains("CONFIG_ERROR") && missing.stderrText.contains("AWS_REGION"))
 
-        let unreachable = ProcessRunner.run(authctl, arguments: ["store", "create-table"],
-                                            environment: moto.environment(table: "whatever-table").merging(["AUTH_DYNAMODB_ENDPOINT": "http://127.0.0.1:9"]) { $1 })
+        let unreachable = try ProcessRunner.run(authctl, arguments: ["store", "create-table"],
+                                                environment: moto.environment(table: "whatever-table").merging(["AUTH_DYNAMODB_ENDPOINT": "http://127.0.0.1:9"]) { $1 })
         #expect(unreachable.exitCode == 1 && unreachable.stderrText.contains("store unavailable") && unreachable.stderrText.contains("after 4 attempts"),
                 "\(unreachable.stderrText)")
     }

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 
@@ -12,19 +13,19 @@ import Testing
         let directory = TestSupport.temporaryDirectory("migration")
         defer { TestSupport.removeTree(directory) }
 
-        func authctl(_ arguments: [String], _ environment: [String: String]) -> ProcessRunner.Output {
-            ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: arguments, environment: environment)
+        func authctl(_ arguments: [String], _ environment: [String: String]) throws -> ProcessRunner.Output {
+            try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: arguments, environment: environment)
         }
         let local = ["AUTH_STORE": world.storeDirectory]
-        let exported = authctl(["store", "export", directory + "/local.jsonl"], local)
+        let exported = try authctl(["store", "export", directory + "/local.jsonl"], local)
         #expect(exported.exitCode == 0, "\(exported.stderrText)")
-        let intoDynamo = authctl(["store", "import", directory + "/local.jsonl"], moto.environment(table: dynamo.tableName))
+        let intoDynamo = try authctl(["store", "import", directory + "/local.jsonl"], moto.environment(table: dynamo.tableName))
         #expect(intoDynamo.exitCode == 0, "\(intoDynamo.stderrText)")
-        let back = authctl(["store", "export", directory + "/dynamo.jsonl"], moto.environment(table: dynamo.tableName))
+        let back = try authctl(["store", "export", directory + "/dynamo.jsonl"], moto.environment(table: dynamo.tableName))
         #expect(back.exitCode == 0, "\(back.stderrText)")
         let copy = ["AUTH_STORE": directory + "/copy"]
-        #expect(authctl(["store", "import", directory + "/dynamo.jsonl"], copy).exitCode == 0)
-        let final = authctl(["store", "export", directory + "/copy.jsonl"], copy)
+        #expect(try authctl(["store", "import", directory + "/dynamo.jsonl"], copy).exitCode == 0)
+        let final = try authctl(["store", "export", directory + "/copy.jsonl"], copy)
         #expect(final.exitCode == 0)
 
         func lines(_ name: String) throws -> Set<String> {

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ import Glibc
         let root = TestSupport.temporaryDirectory("store-processes")
         defer { TestSupport.removeTree(root) }
         let store = root + "/store"
-        let processes = (0..<8).map { ProcessRunner.start(Self.worker, arguments: ["counter", store, "\($0)", "250"]) }
+        let processes = try (0..<8).map { try ProcessRunner.start(Self.worker, arguments: ["counter", store, "\($0)", "250"]) }
         let outputs = processes.map { $0.finish() }
         for output in outputs {
             #expect(output.exitCode == 0, "worker failed: \(output.stdoutText) \(output.stderrText)")
@@ -35,8 +36,8 @@ import Glibc
         var kills = 0
         var acknowledged: [String: (puts: [Int], transactions: [Int])] = [:]
         for round in 0..<10 {
-            let workers = (0..<5).map { index in
-                (name: "\(round)-\(index)", process: ProcessRunner.start(Self.worker, arguments: ["crash", store, "\(round)-\(index)"]))
+            let workers = try (0..<5).map { index in
+                (name: "\(round)-\(index)", process: try ProcessRunner.start(Self.worker, arguments: ["crash", store, "\(round)-\(index)"]))
             }
             // Random moments: some before the first write, most in the middle of the write loop
             // (and of checkpoints, which with these 1.5 KB items happen every ~30 writes).

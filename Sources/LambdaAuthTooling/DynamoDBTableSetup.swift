@@ -1,3 +1,5 @@
+import LambdaAuth
+
 /// Creating the single table of the contract (section 6) on a DynamoDB endpoint:
 /// `authctl store create-table`, and the tests against moto.
 extension DynamoDBTable {
@@ -55,7 +57,7 @@ extension DynamoDBTable {
     }
 
     /// An existing table must have the contract's keys, or every later write would fail obscurely.
-    static func checkKeySchema(_ description: JSONValue?) throws(TableError) {
+    private static func checkKeySchema(_ description: JSONValue?) throws(TableError) {
         func keys(_ schema: JSONValue?) -> [String] {
             (schema?.arrayValue ?? []).map { "\($0["AttributeName"]?.stringValue ?? "")/\($0["KeyType"]?.stringValue ?? "")" }
         }

@@ -1,4 +1,5 @@
 import CryptoExtras
+import LambdaAuth
 
 /// A local stand-in for Google and Apple so that everything runs offline: one RSA-2048 key kept
 /// in a directory (default `.auth-dev/`), its JWKS written next to it for `file://` JWKS URLs,

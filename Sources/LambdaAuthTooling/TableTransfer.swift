@@ -1,3 +1,4 @@
+import LambdaAuth
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,7 +69,7 @@ public enum TableTransfer {
             do {
                 let json = try JSONValue.parse(line)
                 guard case .object(let members) = json, members.count == 1, let itemJSON = members["Item"] else {
-                    throw DynamoJSONError(reason: #"expected {"Item": {...}}"#)
+                    throw Failure(description: #"expected {"Item": {...}}"#)
                 }
                 batch.append(try DynamoJSON.decodeItem(itemJSON))
             } catch {

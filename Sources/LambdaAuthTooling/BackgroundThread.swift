@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// Detached pthreads for the few background jobs of a synchronous program (draining a child's
-/// pipes, serving a loopback test server): they must not depend on Swift concurrency's pool.
+/// Detached pthreads for the few background jobs of the tools and tests (serving a loopback test
+/// server, collecting a resident process's output): they must not depend on Swift concurrency's pool.
 public enum BackgroundThread {
     final class Box {
         let body: () -> Void

@@ -1,0 +1,57 @@
+import LambdaAuth
+import LambdaAuthTooling
+import LambdaAuthTestSupport
+import Testing
+
+/// authctl's command line as scripts rely on it: help on stdout with 0, usage errors on stderr
+/// with 2, a command's own failures with their message and 1.
+@Suite final class AuthCtlCommandLineTests {
+    let store = TestSupport.temporaryDirectory("authctl-command-line")
+
+    deinit { TestSupport.removeTree(store) }
+
+    func authctl(_ arguments: String...) throws -> ProcessRunner.Output {
+        try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: arguments, environment: ["AUTH_STORE": store])
+    }
+
+    @Test func helpListsEveryCommandAndExitsZero() throws {
+        for request in [["--help"], ["help"], ["-h"]] {
+            let output = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: request)
+            #expect(output.exitCode == 0 && output.stderr.isEmpty, "\(request)")
+            for command in ["dev-idp", "store", "invoke", "demo", "replay", "jwks", "credentials"] {
+                #expect(output.stdoutText.contains("  \(command) "), "\(request) lists \(command)")
+            }
+        }
+        let commandHelp = try authctl("store", "get", "--help")
+        #expect(commandHelp.exitCode == 0 && commandHelp.stdoutText.contains("USAGE: authctl store get <pk> <sk>"))
+        let viaHelp = try authctl("help", "dev-idp", "token")
+        #expect(viaHelp.exitCode == 0 && viaHelp.stdoutText.contains("--provider <google|apple> --sub <sub>"))
+    }
+
+    @Test func aGroupWithoutItsCommandShowsItsHelpAsAUsageError() throws {
+        let bare = try authctl()
+        #expect(bare.exitCode == 2 && bare.stdoutText.contains("USAGE: authctl <subcommand>"))
+        let group = try authctl("store")
+        #expect(group.exitCode == 2 && group.stdoutText.contains("USAGE: authctl store <subcommand>"))
+    }
+
+    @Test func usageErrorsExitTwoWithTheUsageLine() throws {
+        let unknown = try authctl("frobnicate")
+        #expect(unknown.exitCode == 2 && unknown.stderrText.hasPrefix("authctl: Unexpected argument 'frobnicate'"))
+        let missing = try authctl("store", "get", "USER#1")
+        #expect(missing.exitCode == 2 && missing.stderrText.hasPrefix("authctl: Missing expected argument '<sk>'"))
+        #expect(missing.stderrText.contains("Usage: authctl store get <pk> <sk>"))
+        let extra = try authctl("store", "scan", "--descending")
+        #expect(extra.exitCode == 2 && extra.stderrText.hasPrefix("authctl: Unknown option '--descending'"))
+        #expect(extra.stdout.isEmpty)
+    }
+
+    @Test func valueChecksAndCommandFailuresKeepTheirMessages() throws {
+        let limit = try authctl("store", "scan", "--limit", "0")
+        #expect(limit.exitCode == 2 && limit.stderrText == "authctl: --limit needs a positive number\n")
+        let names = try authctl("store", "delete", "a", "b", "--names", "[1]")
+        #expect(names.exitCode == 2 && names.stderrText == "authctl: --names must be a JSON object of strings\n")
+        let absent = try authctl("store", "get", "USER#1", "PROFILE")
+        #expect(absent.exitCode == 1 && absent.stderrText.hasPrefix("authctl: no item with key"))
+    }
+}
