@@ -105,7 +105,7 @@ enum RuntimeBench {
     }
 
     static func zipSizes(_ table: inout BenchTable) {
-        for handler in ["signin", "refresh", "link-provider"] {
+        for handler in HandlerNames.all {
             let path = "dist/\(handler).zip"
             var info = stat()
             guard stat(path, &info) == 0 else {

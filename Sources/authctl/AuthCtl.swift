@@ -10,7 +10,7 @@ struct AuthCtl: ParsableCommand {
         commandName: "authctl",
         abstract: "The developer's tool: a dev identity provider, keys, store inspection, replay.",
         subcommands: [DevIDPCommands.self, StoreCommands.self, InvokeCommand.self, DemoCommand.self, ReplayCommand.self,
-                      AccessTokenJWKSCommand.self, CredentialCommands.self]
+                      AccessTokenJWKSCommand.self, CredentialCommands.self, UserCommands.self]
     )
 
     /// Usage errors read like every other authctl error: "authctl: what is wrong".

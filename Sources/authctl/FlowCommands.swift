@@ -10,12 +10,12 @@ import Glibc
 struct InvokeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "invoke",
-        abstract: "Run signin, refresh or link-provider on an event file.",
+        abstract: "Run a handler (signin, refresh, link-provider, signout, sessions, delete-account) on an event file.",
         discussion: "{{idToken …}} placeholders are minted by the dev identity provider and {{$refreshToken}} / "
             + "{{$accessToken}} come from the previous response."
     )
 
-    @Argument(help: "signin, refresh or link-provider.") var handler: String
+    @Argument(help: "The handler: signin, refresh, link-provider, signout, sessions or delete-account.") var handler: String
     @Argument(help: "The event, a JSON file.") var eventFile: String
     @Option(help: "The dev identity provider's directory, which also keeps the last tokens.") var devDir = ".auth-dev"
 
@@ -51,8 +51,8 @@ struct InvokeCommand: ParsableCommand {
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "A Google sign-in, a refresh, an Apple link and a second refresh on the embedded defaults, in a fresh "
-            + "temporary store."
+        abstract: "A Google sign-in, a refresh, an Apple link, a second refresh, the sessions list, a sign-out, a new "
+            + "sign-in and the account's deletion, on the embedded defaults, in a fresh temporary store."
     )
 
     func run() throws {
@@ -92,9 +92,18 @@ struct DemoCommand: ParsableCommand {
         let linkEvent = Events.wrap(["provider": "apple", "idToken": .string(appleToken)], kind: "http", method: "POST",
                                     headers: ["authorization": "Bearer " + accessToken], path: "/auth/link")
         _ = try step("Link Apple to the same user (an HTTP API event)", "link-provider", linkEvent)
-        _ = try step("Second refresh: the rotated token rotates again", "refresh",
-                     ["refreshToken": refreshed["tokens"]!["refreshToken"]!])
-        print("\ndemo complete: 4 invocations, all 200")
+        let second = try step("Second refresh: the rotated token rotates again", "refresh",
+                              ["refreshToken": refreshed["tokens"]!["refreshToken"]!])
+        _ = try step("The user's active sessions (an HTTP API GET)", "sessions",
+                     Events.wrap([:], kind: "http", method: "GET", headers: ["authorization": "Bearer " + accessToken], path: "/auth/sessions"))
+        _ = try step("Sign out this device (with its refresh token alone)", "signout",
+                     ["refreshToken": second["tokens"]!["refreshToken"]!, "scope": "session"])
+        let again = try step("Sign in again with Google: the same user, a new session", "signin",
+                             ["provider": "google", "idToken": .string(googleToken)])
+        _ = try step("Delete the account, re-authenticated with a Google ID token", "delete-account", [
+            "accessToken": again["tokens"]!["accessToken"]!, "provider": "google", "idToken": .string(googleToken),
+        ])
+        print("\ndemo complete: 8 invocations, all 200; the account and all its items are gone")
     }
 }
 

@@ -56,6 +56,28 @@ public final class AuthServices: Sendable {
                           store: store, deletion: AccountDeletion(store: store), clock: clock, retry: retry)
     }
 
+    /// What an operator needs to see of a user (`authctl users show`): the `user` object of the
+    /// responses, its sessions with their state, its refresh tokens counted by status, and
+    /// whether a deletion is pending. nil when there is no such user (leftovers of an interrupted
+    /// deletion are counted under `leftoverItems`).
+    public func describeUser(_ userID: String) throws(AuthError) -> JSONValue? {
+        guard let user = try store.user(userID) else {
+            let leftovers = try store.deletableItems(of: userID)
+            return leftovers.isEmpty ? nil : ["id": .string(userID), "leftoverItems": .number(Int64(leftovers.count))]
+        }
+        let sessions = try store.sessions(of: userID).sorted { $0.createdAt < $1.createdAt }.map { session -> JSONValue in
+            ["id": .string(session.sessionID), "device": .object(session.device.mapValues(JSONValue.string)),
+             "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(session.lastActiveAt)),
+             "status": .string(user.profile.activeSessions[session.sessionID] != nil ? session.status.rawValue : SessionStatus.revoked.rawValue)]
+        }
+        var tokens: [String: Int64] = [:]
+        for key in try store.deletableItems(of: userID) where key.sk.hasPrefix(Keys.refreshTokenPrefix) {
+            if let record = try store.refreshToken(at: key) { tokens[record.status.rawValue, default: 0] += 1 }
+        }
+        return ["user": user.json, "sessions": .array(sessions), "refreshTokens": .object(tokens.mapValues { .number($0) }),
+                "deletionRequestedAt": user.profile.deletionRequestedAt.map { .string(Timestamps.format($0)) } ?? .null]
+    }
+
     /// The same deletion `delete-account` runs, for operators (`authctl users delete`): marks the
     /// user (no caller, no re-authentication) and deletes every item. False when there is no such user.
     public func deleteUser(_ userID: String, logger: Logger) throws(AuthError) -> Bool {

@@ -73,8 +73,10 @@ struct DeleteAccountFlow: Sendable {
         try callerCheck.check(accessToken, allowingPendingDeletion: true, logger: logger)
     }
 
-    /// The deleted user's id.
-    func delete(for caller: Caller, proof: Reauthentication.Proof?, logger: Logger) throws(AuthError) -> String {
+    /// The deleted user's id. `interruptAfterMark` (AUTH_TEST_MODE=1 only) stops the request as a
+    /// crash would, right after the mark, so recorded scenarios can show the resumption.
+    func delete(for caller: Caller, proof: Reauthentication.Proof?, interruptAfterMark: Bool = false,
+                logger: Logger) throws(AuthError) -> String {
         try callerCheck.retrying("account deletion", for: caller, with: retry, allowingPendingDeletion: true) { (user: UserView) throws(AuthError) -> Void? in
             // An earlier, authorised request marked it: finishing needs no new proof.
             if user.profile.deletionRequestedAt != nil { return () }
@@ -84,6 +86,9 @@ struct DeleteAccountFlow: Sendable {
             guard try store.markForDeletion(user, callerSessionID: caller.sessionID, now: now) else { return nil }
             logger.info("account deletion requested", ["userId": .string(caller.userID), "sessionId": .string(caller.sessionID)])
             return ()
+        }
+        if interruptAfterMark {
+            throw AuthError(.internal, "internal error", detail: "interrupted after the deletion mark (_testFault, AUTH_TEST_MODE=1)")
         }
         try deletion.finish(userID: caller.userID, logger: logger)
         return caller.userID

@@ -48,7 +48,11 @@ public struct SessionsHandler: RequestHandler {
 
 public struct DeleteAccountHandler: RequestHandler {
     let flow: DeleteAccountFlow
-    public init(services: AuthServices) { flow = services.deleteAccount }
+    let testMode: Bool
+    public init(services: AuthServices) {
+        flow = services.deleteAccount
+        testMode = services.configuration.testMode
+    }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST", "DELETE", hint: "use POST or DELETE")
@@ -60,7 +64,8 @@ public struct DeleteAccountHandler: RequestHandler {
                                            idToken: idToken,
                                            nonce: try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true))
         }
-        let userID = try flow.delete(for: caller, proof: proof, logger: context.logger)
+        let interrupt = testMode && request.body["_testFault"] == "interrupt-deletion"
+        let userID = try flow.delete(for: caller, proof: proof, interruptAfterMark: interrupt, logger: context.logger)
         return InvocationResponse(body: ["deleted": true, "userId": .string(userID)])
     }
 }

@@ -51,8 +51,8 @@ struct Scenario {
         guard let rawSteps = json["steps"]?.arrayValue, !rawSteps.isEmpty else { throw fail("needs a non-empty \"steps\" array") }
         steps = try rawSteps.enumerated().map { index, raw in
             let label = "step \(index + 1)"
-            guard let handler = raw["handler"]?.stringValue, ["signin", "refresh", "link-provider"].contains(handler) else {
-                throw fail("\(label): handler must be signin, refresh or link-provider")
+            guard let handler = raw["handler"]?.stringValue, HandlerNames.all.contains(handler) else {
+                throw fail("\(label): handler must be one of \(HandlerNames.all.joined(separator: ", "))")
             }
             var event = raw["event"]
             if let file = raw["eventFile"]?.stringValue {

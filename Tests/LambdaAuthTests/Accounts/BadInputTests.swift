@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Testing
 
 /// Malformed events and tokens of every kind: each gets the contract's error JSON with exit
@@ -27,7 +28,7 @@ import Testing
         }
 
         // Broken events, for every handler.
-        for handler in ["signin", "refresh", "link-provider"] {
+        for handler in HandlerNames.all {
             raw("empty event", handler, "", .invalidRequest)
             raw("broken JSON", handler, "{not json", .invalidRequest)
             raw("truncated JSON", handler, #"{"provider": "google", "idToken": "abc"#, .invalidRequest)

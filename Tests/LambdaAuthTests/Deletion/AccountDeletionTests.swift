@@ -102,6 +102,32 @@ import Glibc
         #expect(world.signIn(.apple, token: world.appleToken(subject: "000123.big.1"))["isNewUser"] == true)
     }
 
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func operatorsShowAndDeleteAUserWithTheSameDeletion(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let signedIn = world.signIn(token: world.googleToken(subject: "operated", email: "operated@example.com"))
+        let userID = try #require(signedIn["user"]?["id"]?.stringValue)
+        let authctl = ProcessRunner.executable("authctl")
+
+        let shown = try ProcessRunner.run(authctl, arguments: ["users", "show", userID], environment: world.environment)
+        #expect(shown.exitCode == 0, "\(shown.stderrText)")
+        let description = try #require(shown.json, "\(shown.stdoutText)")
+        #expect(description["user"]?["id"]?.stringValue == userID)
+        #expect(description["sessions"]?.arrayValue?.count == 1)
+        #expect(description["refreshTokens"]?["ACTIVE"]?.int64Value == 1)
+        #expect(!shown.stdoutText.contains(try #require(signedIn["tokens"]?["refreshToken"]?.stringValue)), "never a token")
+
+        let deleted = try ProcessRunner.run(authctl, arguments: ["users", "delete", userID], environment: world.environment)
+        #expect(deleted.exitCode == 0, "\(deleted.stderrText)")
+        #expect(deleted.json == ["deleted": true, "userId": .string(userID)])
+        try Self.expectNoTrace(of: userID, links: [TableKey(pk: "IDENTITY#google#operated", sk: "LINK")], emails: ["operated@example.com"],
+                               in: world)
+        let missing = try ProcessRunner.run(authctl, arguments: ["users", "show", userID], environment: world.environment)
+        #expect(missing.exitCode == 1 && missing.stderrText.contains("no user \(userID)"))
+        let again = try ProcessRunner.run(authctl, arguments: ["users", "delete", userID], environment: world.environment)
+        #expect(again.exitCode == 1)
+    }
+
     /// Killed with SIGKILL at random instants of a deletion of 300 items: the next delete-account
     /// (or, every other time, a sign-in with the identity) finishes it.
     @Test(arguments: [(FlowWorld.Backend.local, 20), (FlowWorld.Backend.dynamoDB, 4)])

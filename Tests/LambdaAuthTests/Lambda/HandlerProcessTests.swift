@@ -4,7 +4,7 @@ import LambdaAuthTestSupport
 import Testing
 
 @Suite struct HandlerProcessTests {
-    @Test(arguments: ["signin", "refresh", "link-provider"])
+    @Test(arguments: HandlerNames.all)
     func brokenEventGetsTheContractErrorAndExitZero(_ handler: String) throws {
         let output = try ProcessRunner.run(ProcessRunner.executable(handler), stdin: Array("{not json".utf8))
         #expect(output.exitCode == 0)

@@ -1,0 +1,41 @@
+import ArgumentParser
+import LambdaAuth
+
+/// Operators' view of one user, and its deletion by the same code `delete-account` runs.
+struct UserCommands: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "users", abstract: "Show or delete one user (AUTH_STORE names the store).",
+        subcommands: [Show.self, Delete.self])
+
+    static func services() throws -> AuthServices {
+        try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger(minimumLevel: .warning))
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the user, its sessions and its refresh tokens counted by status.")
+
+        @Argument(help: "The user id.") var userID: String
+
+        func run() throws {
+            guard let description = try UserCommands.services().describeUser(userID) else {
+                throw CommandFailure("no user \(userID)")
+            }
+            print(description.prettyPrinted())
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete the user and every item of it (or finish an interrupted deletion); no re-authentication.")
+
+        @Argument(help: "The user id.") var userID: String
+
+        func run() throws {
+            guard try UserCommands.services().deleteUser(userID, logger: Logger(minimumLevel: .warning)) else {
+                throw CommandFailure("no user \(userID)")
+            }
+            print(JSONValue.object(["deleted": true, "userId": .string(userID)]).prettyPrinted())
+        }
+    }
+}
