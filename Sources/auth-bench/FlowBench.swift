@@ -80,7 +80,19 @@ enum FlowBench {
                 : ["provider": "apple", "action": "unlink", "accessToken": accessToken]
             link.append(world.invoke("link-provider", event).milliseconds)
         }
-        return ["signin": percentile(signIn, 0.5), "refresh": percentile(refresh, 0.5), "link-provider": percentile(link, 0.5)]
+        // Sign-out of a session opened just before (not timed), and deletion of a user created
+        // just before (a fresh session: no re-authentication).
+        var signOut: [Double] = [], deletion: [Double] = []
+        for round in 0..<rounds {
+            let token = world.token(.google, subject: "bench-user", email: "bench@example.com", now: now)
+            let opened = world.invoke("signin", ["provider": "google", "idToken": .string(token)]).body
+            signOut.append(world.invoke("signout", ["accessToken": opened["tokens"]!["accessToken"]!]).milliseconds)
+            let leaver = world.token(.google, subject: "bench-leaver-\(round)", email: "leaver\(round)@example.com", now: now)
+            let created = world.invoke("signin", ["provider": "google", "idToken": .string(leaver)]).body
+            deletion.append(world.invoke("delete-account", ["accessToken": created["tokens"]!["accessToken"]!]).milliseconds)
+        }
+        return ["signin": percentile(signIn, 0.5), "refresh": percentile(refresh, 0.5), "link-provider": percentile(link, 0.5),
+                "signout": percentile(signOut, 0.5), "delete-account": percentile(deletion, 0.5)]
     }
 
     static func run(_ table: inout BenchTable) {
@@ -99,7 +111,7 @@ enum FlowBench {
         sync()
         let smallTimes = measure(small)
         let largeTimes = measure(large)
-        for handler in ["signin", "refresh", "link-provider"] {
+        for handler in ["signin", "refresh", "link-provider", "signout", "delete-account"] {
             table.add("flows", "\(handler) invocation, median (small store)", format(smallTimes[handler]!) + " ms", target: "<= 15 ms")
             table.add("flows", "\(handler) invocation, median (100k users)", format(largeTimes[handler]!) + " ms")
             table.add("flows", "\(handler) 100k / small", format(largeTimes[handler]! / smallTimes[handler]!) + "x", target: "<= 1.5x")
