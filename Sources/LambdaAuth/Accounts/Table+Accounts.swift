@@ -4,6 +4,22 @@ extension RefreshTokenRecord {
     static let expiredVisibility: Int64 = 86_400
 }
 
+/// What a table failure means to a caller of the contract. The tables themselves are generic and
+/// know nothing of the contract's codes; this is where the product gives their failures one.
+extension TableError: AuthErrorConvertible {
+    public var authError: AuthError {
+        switch self {
+        case .unavailable, .corrupted:
+            return AuthError(.storeUnavailable, "the user store is unavailable", detail: description)
+        case .misconfigured(let reason):
+            return AuthError(.configError, reason)
+        case .conditionFailed, .transactionCanceled, .invalidRequest:
+            // The flows handle expected conflicts themselves; one that escapes them is a bug.
+            return AuthError(.internal, "internal error", detail: description)
+        }
+    }
+}
+
 /// Where the account layer meets the generic table: pagination followed, and table failures turned
 /// into the contract's errors (the table itself knows nothing of the contract's codes).
 extension Table {

@@ -66,7 +66,7 @@ public struct CancellationReason: Sendable, Equatable {
     public static let conditionalCheckFailed = CancellationReason(code: "ConditionalCheckFailed", message: "The conditional request failed")
 }
 
-public enum TableError: Error, Sendable, CustomStringConvertible, AuthErrorConvertible {
+public enum TableError: Error, Sendable, CustomStringConvertible {
     /// A write's condition evaluated to false; nothing was written.
     case conditionFailed
     /// A transaction was cancelled as a whole; one reason per action, in order.
@@ -89,18 +89,6 @@ public enum TableError: Error, Sendable, CustomStringConvertible, AuthErrorConve
         case .invalidRequest(let reason): return "invalid table request: \(reason)"
         case .corrupted(let reason): return "store corrupted: \(reason)"
         case .misconfigured(let reason): return "store misconfigured: \(reason)"
-        }
-    }
-
-    public var authError: AuthError {
-        switch self {
-        case .unavailable, .corrupted:
-            return AuthError(.storeUnavailable, "the user store is unavailable", detail: description)
-        case .misconfigured(let reason):
-            return AuthError(.configError, reason)
-        case .conditionFailed, .transactionCanceled, .invalidRequest:
-            // The flows handle expected conflicts themselves; one that escapes them is a bug.
-            return AuthError(.internal, "internal error", detail: description)
         }
     }
 }
