@@ -7,10 +7,12 @@ public struct InProcessFlows: Sendable {
     public let table: RecordingTable
     public let services: AuthServices
 
-    public init(_ world: FlowWorld, refusingQueriesOn index: String? = nil) throws {
+    /// On the world's store, its fixed clock (AUTH_NOW) and, when given, reproducible randomness.
+    public init(_ world: FlowWorld, refusingQueriesOn index: String? = nil, random: (any RandomSource)? = nil) throws {
         table = RecordingTable(try world.table(), refusingQueriesOn: index)
         services = try AuthServices(configuration: try AuthConfiguration.fromEnvironment(world.environment),
-                                    logger: Logger(minimumLevel: .error), table: table)
+                                    logger: Logger(minimumLevel: .error), table: table, random: random ?? SystemRandomSource(),
+                                    sleeper: RecordingSleeper())
     }
 
     static let context = InvocationContext(requestID: "in-process", logger: Logger(minimumLevel: .error))
@@ -30,6 +32,18 @@ public struct InProcessFlows: Sendable {
 
     public func refresh(_ refreshToken: String) throws(AuthError) -> JSONValue {
         try invoke(RefreshHandler(services: services), ["refreshToken": .string(refreshToken)])
+    }
+
+    public func signOut(_ fields: [String: JSONValue]) throws(AuthError) -> JSONValue {
+        try invoke(SignOutHandler(services: services), fields)
+    }
+
+    public func sessions(_ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {
+        try invoke(SessionsHandler(services: services), fields, method: method)
+    }
+
+    public func deleteAccount(_ fields: [String: JSONValue]) throws(AuthError) -> JSONValue {
+        try invoke(DeleteAccountHandler(services: services), fields)
     }
 
     public func linkProvider(_ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {
