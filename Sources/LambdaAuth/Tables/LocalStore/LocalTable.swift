@@ -435,7 +435,7 @@ public final class LocalTable: Table, @unchecked Sendable {
         for (key, item) in log.overlay.changes { byPartition[key.pk, default: []].append((key, item)) }
         var indexChanges: [String: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
         var replacements: [(temporary: String, path: String)] = []
-        var rewrittenPartitions: [(path: String, items: [Item])] = []
+        var rewrittenPartitions: [(path: String, partition: KeyedPartition)] = []
         var removals: [String] = []
         var knownDirectories: Set<String> = []
 
@@ -461,22 +461,19 @@ public final class LocalTable: Table, @unchecked Sendable {
 
         for (partitionKey, changes) in byPartition {
             let path = layout.partitionPath(partitionKey)
-            var items: [String: Item] = [:]
-            for item in try StoreReader.readPartition(path, partitionKey: partitionKey) {
-                items[item["SK"]?.stringValue ?? ""] = item
-            }
+            let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
+            var changedBySortKey: [String: Item?] = [:]
             for (key, item) in changes {
-                let oldEntry = IndexEntry(items[key.sk]), newEntry = IndexEntry(item)
+                let oldEntry = IndexEntry(stored.item(sortKey: key.sk)), newEntry = IndexEntry(item)
                 if let oldEntry, oldEntry.partitionKey != newEntry?.partitionKey {
                     indexChanges[oldEntry.partitionKey, default: ([], [])].removed.insert(key)
                 }
                 if let newEntry { indexChanges[newEntry.partitionKey, default: ([], [])].added.insert(key) }
-                items[key.sk] = item
+                changedBySortKey[key.sk] = .some(item)
             }
-            let kept = items.values.filter { !$0.isExpired(now: now) }
-                .sorted { ($0["SK"]?.stringValue ?? "").utf8.lexicographicallyPrecedes(($1["SK"]?.stringValue ?? "").utf8) }
-            try stage(path, kept.isEmpty ? nil : JSONValue.object(["Items": .array(kept.map(DynamoJSON.encode))]).serializedBytes())
-            if !kept.isEmpty { rewrittenPartitions.append((path, kept)) }
+            let rewritten = stored.applying(changedBySortKey, partitionKey: partitionKey, now: now)
+            try stage(path, rewritten.items.isEmpty ? nil : rewritten.fileBytes)
+            if !rewritten.items.isEmpty { rewrittenPartitions.append((path, rewritten)) }
         }
         for (indexKey, change) in indexChanges {
             let path = layout.indexPath(indexKey)
@@ -499,8 +496,8 @@ public final class LocalTable: Table, @unchecked Sendable {
         // (the refresh after a checkpoint took 23 ms more at 300 tokens, growing with them).
         // The files were renamed under the exclusive lock still held, so these identities are
         // the versions written.
-        for (path, items) in rewrittenPartitions {
-            if let identity = FileIdentity(path) { PartitionCache.shared.store(path, identity, KeyedPartition(items)) }
+        for (path, partition) in rewrittenPartitions {
+            if let identity = FileIdentity(path) { PartitionCache.shared.store(path, identity, partition) }
         }
     }
 
