@@ -5,9 +5,9 @@ import LambdaAuthTestSupport
 import Glibc
 #endif
 
-/// Issue 5's targets: a warm invocation through the Runtime API loop, the cold start to the
-/// first `/next`, and the size of each zip. The handler runs as a real process against a
-/// loopback Runtime API peer, as under Lambda.
+/// Issues 5 and 9: warm invocations through the Runtime API loop (median and tail), the cold
+/// start to the first `/next`, and the size of each zip. The handler runs as a real process
+/// against a loopback Runtime API peer, as under Lambda.
 enum RuntimeBench {
     static var section: BenchSection { BenchSection(name: "runtime") { table in
         warmInvocations(&table)
@@ -22,8 +22,12 @@ enum RuntimeBench {
     }
 
     /// Each sample: from handing the event to the blocked `/next` until the response is posted.
+    /// Issue 9's tail target: p99 at most 3 times the median over the first 1,000 rotations of
+    /// one chain and over all 10,000 (the user's partition grows by a token per rotation, as
+    /// USED tokens stay an hour, so the longer chain is the harder one).
     static func warmInvocations(_ table: inout BenchTable) {
         let name = "runtime"
+        let rotations = [1_000, 10_000]
         guard let peer = try? RuntimeAPIPeer() else {
             table.add(name, "warm \(handler) invocation", "no loopback peer could start")
             return
@@ -50,29 +54,42 @@ enum RuntimeBench {
         BackgroundThread.detach { _ = process.finish() }
         defer { process.kill(SIGKILL) }
 
-        let warmUp = 50, measured = 1_000
+        let warmUp = 50, measured = rotations.max()!
         var samples: [Double] = []
         samples.reserveCapacity(measured)
         for index in 0..<(warmUp + measured) {
             let event = JSONValue.object(["refreshToken": refreshToken]).serializedBytes()
+            // The handler's work between its response and this `/next` (store maintenance) is
+            // outside the sample: the caller already has its answer, as under Lambda.
             peer.waitForNextRequests(index + 1, timeout: 10)
             let started = monotonicSeconds()
             peer.enqueue(RuntimeAPIPeer.Event(requestID: "bench-\(index)", body: event))
-            let posts = peer.waitForPosts(index + 1, timeout: 10)
-            guard posts.count == index + 1 else {
+            guard let post = peer.waitForPost(index, timeout: 10) else {
                 table.add(name, "warm \(handler) invocation", "stalled after \(index) invocations")
                 return
             }
-            if index >= warmUp { samples.append((posts[index].receivedAt - started) * 1000) }
-            guard let next = posts[index].json?["tokens"]?["refreshToken"] else {
-                table.add(name, "warm \(handler) invocation", "refresh failed: \(String(decoding: posts[index].body.prefix(200), as: UTF8.self))")
+            if index >= warmUp { samples.append((post.receivedAt - started) * 1000) }
+            guard let next = post.json?["tokens"]?["refreshToken"] else {
+                table.add(name, "warm \(handler) invocation", "refresh failed: \(String(decoding: post.body.prefix(200), as: UTF8.self))")
                 return
             }
             refreshToken = next
         }
-        table.add(name, "warm \(handler) invocation, median of \(measured)", format(percentile(samples, 0.5), decimals: 3) + " ms",
-                  target: "< 3 ms")
-        table.add(name, "warm \(handler) invocation, p99 of \(measured)", format(percentile(samples, 0.99), decimals: 3) + " ms")
+        // Between a response and the next `/next`: the deferred checkpoints, which no caller waits for.
+        peer.waitForNextRequests(warmUp + measured + 1, timeout: 30)
+        let nextTimes = peer.nextRequestTimes, posts = peer.posts
+        let afterResponse = (warmUp..<(warmUp + measured)).compactMap { index in
+            index + 1 < nextTimes.count ? (nextTimes[index + 1] - posts[index].receivedAt) * 1000 : nil
+        }
+        for count in rotations {
+            let median = percentile(Array(samples.prefix(count)), 0.5), p99 = percentile(Array(samples.prefix(count)), 0.99)
+            table.add(name, "warm \(handler) rotation, median of \(count)", format(median, decimals: 3) + " ms", target: "< 3 ms")
+            table.add(name, "warm \(handler) rotation, p99 of \(count)", format(p99, decimals: 3) + " ms")
+            table.add(name, "warm \(handler) rotation, p99 / median of \(count)", format(p99 / median) + "x",
+                      target: "p99 <= 3x median")
+        }
+        table.add(name, "after each response (store maintenance), median / p99 / max of \(measured)",
+                  [0.5, 0.99, 1].map { format(percentile(afterResponse, $0)) }.joined(separator: " / ") + " ms")
     }
 
     /// From spawning the process to its first `/next` request: loading, configuration, handler.

@@ -81,6 +81,13 @@ public final class RuntimeAPIPeer: @unchecked Sendable {
         return posts
     }
 
+    /// Waits for the post number `index` (counting from 0); nil if it has not come within
+    /// `timeout`. Copies one post, not the whole record (the bench waits 10,000 times).
+    public func waitForPost(_ index: Int, timeout: Double) -> Post? {
+        waitUntil(timeout: timeout) { recorded.count > index }
+        return locked { index < recorded.count ? recorded[index] : nil }
+    }
+
     /// Waits until the runtime has asked for `count` events (it is idle at `/next` afterwards).
     @discardableResult
     public func waitForNextRequests(_ count: Int, timeout: Double) -> Bool {

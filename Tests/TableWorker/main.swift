@@ -5,8 +5,11 @@ import Glibc
 
 // Test-only: one of many processes hammering one local store, for the multi-process and crash
 // tests. Every acknowledged write is printed (unbuffered) the moment putItem/transactWrite returns.
-//   table-worker counter STORE WORKER COUNT   conditional increments + two-item transactions
-//   table-worker crash STORE WORKER           writes until killed
+//   table-worker counter STORE WORKER COUNT    conditional increments + two-item transactions
+//   table-worker crash STORE WORKER            writes until killed, each write followed by the
+//                                              maintenance a handler runs after its response
+//   table-worker maintain STORE WORKER MARKER  writes past the checkpoint threshold, creates
+//                                              MARKER, runs the deferred checkpoint, says so
 
 func say(_ line: String) {
     let bytes = Array((line + "\n").utf8)
@@ -39,7 +42,7 @@ func retrying(_ counts: inout [String: Int], _ body: () throws(TableError) -> Vo
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 3 else {
-    say("usage: table-worker counter|crash STORE WORKER [COUNT]")
+    say("usage: table-worker counter|crash|maintain STORE WORKER [COUNT|MARKER]")
     exit(2)
 }
 let table = LocalTable(directory: arguments[1], clock: SystemClock())
@@ -97,7 +100,26 @@ case "crash":
             }
             say("put \(sequence)")
         }
+        StoreMaintenance.runDue()
     }
+case "maintain":
+    guard arguments.count > 3 else {
+        say("maintain needs a MARKER path")
+        exit(2)
+    }
+    // One partition per item, so the checkpoint writes many files and a kill can land anywhere in it.
+    for index in 0..<40 {
+        retrying(&counts) { () throws(TableError) in
+            var item = TableKey(pk: "MAINTAIN#\(worker)#\(index)", sk: "ITEM").item
+            item["payload"] = .s(String(repeating: "m", count: 1500))
+            try table.putItem(item)
+        }
+        say("put \(index)")
+    }
+    let marker = open(arguments[3], O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+    close(marker)
+    let failures = StoreMaintenance.runDue()
+    say(failures.isEmpty ? "maintained" : "maintenance failed: \(failures)")
 default:
     say("unknown mode \(arguments[0])")
     exit(2)

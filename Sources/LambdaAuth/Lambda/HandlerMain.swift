@@ -24,7 +24,17 @@ public enum HandlerMain {
             exit(emit(EventCodec.encode(response, kind: .direct)) ? 0 : 1)
         }
         let response = invokeOnce(name: name, environment: environment, event: eventBytes, factory: factory)
-        exit(emit(response) ? 0 : 1)
+        let written = emit(response)
+        runStoreMaintenance(logger: bootLogger)
+        exit(written ? 0 : 1)
+    }
+
+    /// The store work a write deferred off the request path (LocalTable's checkpoint), run once
+    /// the response is out. A failure loses nothing (the log keeps every change) and is retried.
+    static func runStoreMaintenance(logger: Logger) {
+        for failure in StoreMaintenance.runDue() {
+            logger.warning("store maintenance failed; it is retried later", ["reason": .string(failure.description)])
+        }
     }
 
     /// One invocation end to end, as the stdin mode runs it: returns the response document.

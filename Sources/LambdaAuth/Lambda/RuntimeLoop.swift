@@ -69,9 +69,14 @@ public struct RuntimeLoop: Sendable {
     }
 
     /// One event: a contract error is an ordinary response; only an unexpected failure or an
-    /// unpostable response becomes an `/error` post. Either way the loop goes on.
+    /// unpostable response becomes an `/error` post. Either way the loop goes on. Once the answer
+    /// is posted, the store's deferred checkpoint runs (if due): the caller already has its
+    /// answer, and Lambda lets a function work until it asks for the next event.
     public func serve(_ invocation: RuntimeAPIClient.Invocation) throws(RuntimeAPIClient.Failure) {
-        try CurrentInvocation.serving(invocation.requestID) { () throws(RuntimeAPIClient.Failure) in try serveNow(invocation) }
+        try CurrentInvocation.serving(invocation.requestID) { () throws(RuntimeAPIClient.Failure) in
+            try serveNow(invocation)
+            HandlerMain.runStoreMaintenance(logger: logger)
+        }
     }
 
     func serveNow(_ invocation: RuntimeAPIClient.Invocation) throws(RuntimeAPIClient.Failure) {

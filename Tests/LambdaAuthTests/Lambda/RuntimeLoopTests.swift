@@ -93,6 +93,46 @@ import Glibc
         #expect(!output.stderrText.contains("unknown-refresh-token"), "a refresh token reached the log")
     }
 
+    /// The store's deferred checkpoint runs after each response, in both modes: once an
+    /// invocation is answered (and, under the Runtime API, the next event asked for), the log is
+    /// under the checkpoint threshold again. Without that maintenance forty rotations would grow
+    /// it to 120 KB, towards the writers' inline cap of four times the threshold.
+    @Test(arguments: [true, false]) func aRefreshChainIsCheckpointedAfterItsResponses(throughRuntimeAPI: Bool) throws {
+        let world = FlowWorld()
+        let signedIn = world.signIn(token: world.googleToken(subject: "maintenance-user"))
+        var token = try #require(signedIn["tokens"]?["refreshToken"])
+        let threshold = 48 * 1024  // LocalTable.checkpointThreshold
+        let wal = world.storeDirectory + "/wal"
+        func walSize() -> Int {
+            var status = stat()
+            return stat(wal, &status) == 0 ? Int(status.st_size) : 0
+        }
+        var sizes: [Int] = []
+        if throughRuntimeAPI {
+            let peer = try RuntimeAPIPeer()
+            defer { peer.stop() }
+            var environment = world.environment
+            environment["AWS_LAMBDA_RUNTIME_API"] = peer.address
+            let process = BackgroundProcess(ProcessRunner.start(ProcessRunner.executable("refresh"), environment: environment))
+            defer { process.kill(SIGKILL) }
+            for index in 0..<40 {
+                peer.enqueue(RuntimeAPIPeer.Event(requestID: "rotation-\(index)", body: JSONValue.object(["refreshToken": token]).serializedBytes()))
+                let post = try #require(peer.waitForPost(index, timeout: 10), "rotation \(index) was not answered")
+                token = try #require(post.json?["tokens"]?["refreshToken"], "rotation \(index): \(String(decoding: post.body, as: UTF8.self))")
+                try #require(peer.waitForNextRequests(index + 2, timeout: 10), "no /next after rotation \(index)")
+                sizes.append(walSize())
+            }
+        } else {
+            for index in 0..<40 {
+                let output = world.run("refresh", ["refreshToken": token])
+                token = try #require(output.json?["tokens"]?["refreshToken"], "rotation \(index): \(output.stdoutText) \(output.stderrText.suffix(300))")
+                sizes.append(walSize())
+            }
+        }
+        #expect(sizes.allSatisfy { $0 <= threshold }, "the log after each invocation: \(sizes)")
+        #expect(zip(sizes, sizes.dropFirst()).contains { $1 < $0 }, "no checkpoint in 40 rotations: \(sizes)")
+    }
+
     func check(_ post: RuntimeAPIPeer.Post, _ testCase: Case) {
         switch testCase.expected {
         case .unexpectedFailure:

@@ -40,7 +40,8 @@ import Glibc
                 (name: "\(round)-\(index)", process: try ProcessRunner.start(Self.worker, arguments: ["crash", store, "\(round)-\(index)"]))
             }
             // Random moments: some before the first write, most in the middle of the write loop
-            // (and of checkpoints, which with these 1.5 KB items happen every ~30 writes).
+            // (and of the checkpoints the workers run after their writes, as a handler does after
+            // its response, every ~30 writes with these 1.5 KB items).
             for worker in workers.shuffled(using: &generator) {
                 usleep(UInt32.random(in: 5_000...120_000, using: &generator))
                 worker.process.kill(SIGKILL)
@@ -63,6 +64,49 @@ import Glibc
         let total = acknowledged.values.reduce(0) { $0 + $1.puts.count + $1.transactions.count }
         #expect(total > 50, "the workers got to write before being killed (\(total) acknowledged writes)")
         #expect(FileSystem.exists(store + "/items"), "checkpoints ran (and were interrupted) along the way")
+    }
+
+    /// Kills aimed at the deferred checkpoint: each worker writes past the threshold, marks the
+    /// moment its maintenance starts, and is killed a fraction of a maintenance's duration later
+    /// (measured first, the shorter of two: a syncfs also flushes whatever else the machine
+    /// wrote), so the kills step through the checkpoint's phases. Every acknowledged write must
+    /// survive each kill.
+    @Test func killsDuringMaintenanceLoseNoAcknowledgedWrite() throws {
+        let root = TestSupport.temporaryDirectory("store-maintenance-crash")
+        defer { TestSupport.removeTree(root) }
+        let store = root + "/store"
+        var acknowledged: [String: [Int]] = [:]
+        var duration = Double.infinity, interrupted = 0
+        let fractions: [Double?] = [nil, nil] + stride(from: 0.0, through: 1.05, by: 0.075).map { $0 }
+        for (round, fraction) in fractions.enumerated() {
+            let marker = root + "/maintaining-\(round)"
+            let process = ProcessRunner.start(Self.worker, arguments: ["maintain", store, "\(round)", marker])
+            let deadline = monotonicSeconds() + 20
+            while !FileSystem.exists(marker), monotonicSeconds() < deadline { usleep(100) }
+            #expect(FileSystem.exists(marker), "round \(round): the worker never reached its maintenance")
+            let started = monotonicSeconds()
+            if let fraction {
+                usleep(UInt32(duration * fraction * 1_000_000))
+                process.kill(SIGKILL)
+            }
+            let output = process.finish()
+            if fraction == nil { duration = min(duration, monotonicSeconds() - started) }
+            let lines = output.stdoutText.split(separator: "\n")
+            acknowledged["\(round)"] = lines.compactMap { line in line.hasPrefix("put ") ? Int(line.dropFirst(4)) : nil }
+            #expect(!lines.contains { $0.hasPrefix("maintenance failed") }, "\(output.stdoutText.suffix(300))")
+            if !lines.contains("maintained") && output.signal == SIGKILL { interrupted += 1 }
+
+            let table = LocalTable(directory: store, clock: SystemClock())
+            for (worker, indexes) in acknowledged {
+                for index in indexes {
+                    #expect(try table.getItem(TableKey(pk: "MAINTAIN#\(worker)#\(index)", sk: "ITEM")) != nil,
+                            "acknowledged write \(index) of round \(worker) is missing after round \(round)")
+                }
+            }
+        }
+        #expect(acknowledged.values.allSatisfy { $0.count == 40 }, "every worker wrote before its maintenance")
+        #expect(interrupted > 0, "no kill landed inside a checkpoint (one took \(Int(duration * 1000)) ms)")
+        #expect(FileSystem.exists(store + "/items"), "checkpoints ran")
     }
 
     /// A fresh process view of the store: it opens, every acknowledged write is there, and every

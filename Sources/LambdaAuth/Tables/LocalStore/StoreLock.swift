@@ -9,11 +9,13 @@ struct StoreLock {
 
     private let descriptor: Int32
 
-    /// nil for a reader when the store has never been written (no LOCK file): there is nothing to
-    /// read, and a read must not create anything.
-    static func acquire(_ layout: StoreLayout, exclusive: Bool) throws(TableError) -> StoreLock? {
+    /// Writers create the store (`creating` defaults to `exclusive`). nil for a reader when the
+    /// store has never been written (no LOCK file): there is nothing to read, and a read must not
+    /// create anything. Nor must maintenance (`creating: false`): its store may have been removed
+    /// since a write marked it due.
+    static func acquire(_ layout: StoreLayout, exclusive: Bool, creating: Bool? = nil) throws(TableError) -> StoreLock? {
         let descriptor: Int32
-        if exclusive {
+        if creating ?? exclusive {
             do throws(FileSystem.Failure) {
                 try FileSystem.createDirectory(layout.root)
             } catch {
