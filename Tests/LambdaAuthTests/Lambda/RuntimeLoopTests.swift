@@ -113,7 +113,7 @@ import Glibc
             defer { peer.stop() }
             var environment = world.environment
             environment["AWS_LAMBDA_RUNTIME_API"] = peer.address
-            let process = BackgroundProcess(ProcessRunner.start(ProcessRunner.executable("refresh"), environment: environment))
+            let process = BackgroundProcess(try ProcessRunner.start(ProcessRunner.executable("refresh"), environment: environment))
             defer { process.kill(SIGKILL) }
             for index in 0..<40 {
                 peer.enqueue(RuntimeAPIPeer.Event(requestID: "rotation-\(index)", body: JSONValue.object(["refreshToken": token]).serializedBytes()))

@@ -80,7 +80,7 @@ import Glibc
         let fractions: [Double?] = [nil, nil] + stride(from: 0.0, through: 1.05, by: 0.075).map { $0 }
         for (round, fraction) in fractions.enumerated() {
             let marker = root + "/maintaining-\(round)"
-            let process = ProcessRunner.start(Self.worker, arguments: ["maintain", store, "\(round)", marker])
+            let process = try ProcessRunner.start(Self.worker, arguments: ["maintain", store, "\(round)", marker])
             let deadline = monotonicSeconds() + 20
             while !FileSystem.exists(marker), monotonicSeconds() < deadline { usleep(100) }
             #expect(FileSystem.exists(marker), "round \(round): the worker never reached its maintenance")
