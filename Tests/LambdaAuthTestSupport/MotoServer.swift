@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTooling
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -214,14 +215,13 @@ extension MotoServer {
 }
 
 /// Records the delays it is asked to wait instead of waiting them.
-public final class RecordingSleeper: Sleeper, @unchecked Sendable {
-    private let lock = Mutex()
-    private var recorded: [Double] = []
+public final class RecordingSleeper: Sleeper, Sendable {
+    private let recorded = Mutex<[Double]>([])
 
     public init() {}
 
-    public func sleep(seconds: Double) { lock.withLock { recorded.append(seconds) } }
-    public var delays: [Double] { lock.withLock { recorded } }
+    public func sleep(seconds: Double) { recorded.withLock { $0.append(seconds) } }
+    public var delays: [Double] { recorded.withLock { $0 } }
 }
 
 public struct NoSleeper: Sleeper {

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 public enum LogLevel: Int, Comparable, Sendable {
     case debug = 0, info, warning, error
@@ -87,15 +88,14 @@ public struct Logger: Sendable {
 /// cache, the store) keep the logger they were built with; their lines still carry the request id
 /// of the invocation they happen in, because a handler serves one invocation at a time.
 public enum CurrentInvocation {
-    private static let lock = Mutex()
-    nonisolated(unsafe) private static var current: String?
+    private static let current = Mutex<String?>(nil)
 
-    public static var requestID: String? { lock.withLock { current } }
+    public static var requestID: String? { current.withLock { $0 } }
 
     /// Runs `body` with `requestID` as the current request.
     public static func serving<T, E: Error>(_ requestID: String, _ body: () throws(E) -> T) throws(E) -> T {
-        lock.withLock { current = requestID }
-        defer { lock.withLock { current = nil } }
+        current.withLock { $0 = requestID }
+        defer { current.withLock { $0 = nil } }
         return try body()
     }
 }

@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTestSupport
+import Synchronization
 import Testing
 
 /// The loop's answer to each kind of handler outcome, in process, with handlers that today's
@@ -24,11 +25,10 @@ import Testing
         }
     }
 
-    final class Lines: @unchecked Sendable {
-        private let lock = Mutex()
-        private var lines: [String] = []
-        func append(_ line: String) { lock.withLock { lines.append(line) } }
-        var all: [JSONValue] { lock.withLock { lines.compactMap { try? JSONValue.parse($0) } } }
+    final class Lines: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [JSONValue] { lines.withLock { $0 }.compactMap { try? JSONValue.parse($0) } }
     }
 
     @Test func eachOutcomeIsPostedWhereLambdaExpectsItAndTheLoopGoesOn() throws {

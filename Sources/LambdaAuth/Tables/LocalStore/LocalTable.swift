@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 @_silgen_name("syncfs") private func syncFileSystem(_ descriptor: Int32) -> Int32
 
@@ -28,7 +29,7 @@ import Glibc
 ///   the table. Rewriting a partition drops its expired items (DynamoDB's TTL sweep).
 /// - Reads never create or change a file (not even LOCK); a process keeps the part of the log it
 ///   has parsed and reads only the new tail next time, so opening the store costs nothing.
-public final class LocalTable: Table, @unchecked Sendable {
+public final class LocalTable: Table, Sendable {
     static let checkpointThreshold = 48 * 1024
     static let keyNames: Set<String> = ["PK", "SK"]
     static let maximumItemSize = 400 * 1024
@@ -36,9 +37,9 @@ public final class LocalTable: Table, @unchecked Sendable {
     public let directory: String
     private let clock: any Clock
     private let layout: StoreLayout
-    /// flock is per open file, so threads of one process serialise here first.
-    private let mutex = Mutex()
-    private var cachedLog: WriteAheadLog.State?
+    /// The part of the log this process has parsed. flock is per open file, so threads of one
+    /// process serialise on this lock first.
+    private let cachedLog = Mutex<WriteAheadLog.State?>(nil)
 
     private let checkpointThreshold: Int
 
@@ -277,9 +278,12 @@ public final class LocalTable: Table, @unchecked Sendable {
         mutating func stage(_ key: TableKey, _ item: Item?) { changes.append((key, item)) }
     }
 
-    private func read<T>(_ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
-        mutex.lock()
-        defer { mutex.unlock() }
+    private func read<T: Sendable>(_ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in try read(&cachedLog, body) }
+    }
+
+    private func read<T>(_ cachedLog: inout WriteAheadLog.State?,
+                         _ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
         let now = clock.now()
         guard let lock = try StoreLock.acquire(layout, exclusive: false) else {
             return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
@@ -298,10 +302,15 @@ public final class LocalTable: Table, @unchecked Sendable {
         return try body(StoreReader(layout: layout, overlay: log.overlay, now: now))
     }
 
-    private func write<T>(forceCheckpoint: Bool = false,
+    private func write<T: Sendable>(forceCheckpoint: Bool = false,
+                                    _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in
+            try write(&cachedLog, forceCheckpoint: forceCheckpoint, body)
+        }
+    }
+
+    private func write<T>(_ cachedLog: inout WriteAheadLog.State?, forceCheckpoint: Bool,
                           _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
-        mutex.lock()
-        defer { mutex.unlock() }
         let now = clock.now()
         let lock = try StoreLock.acquire(layout, exclusive: true)!
         defer { lock.release() }
