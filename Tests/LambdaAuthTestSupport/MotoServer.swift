@@ -206,7 +206,7 @@ extension MotoServer {
     }
 
     /// A new table with the contract's layout (keys, GSI1, TTL), named uniquely for this test.
-    public func makeTable(prefix: String = "lambda-auth-test", clock: any Clock = SystemClock()) throws -> DynamoDBTable {
+    public func makeTable(prefix: String = "lambda-auth-test", clock: any WallClock = SystemClock()) throws -> DynamoDBTable {
         let name = "\(prefix)-\(SystemRandomSource().bytes(8).hexString)"
         let table = DynamoDBTable(tableName: name, client: client(), clock: clock)
         _ = try table.createTable(sleeper: NoSleeper())

@@ -113,7 +113,7 @@ public final class CapturedLog: Sendable {
 }
 
 /// A clock the test moves by hand.
-public final class ManualClock: Clock, Sendable {
+public final class ManualClock: WallClock, Sendable {
     private let instant: Mutex<Double>
 
     public init(_ instant: Double) { self.instant = Mutex(instant) }

@@ -54,14 +54,14 @@ public struct AWSJSONClient: Sendable {
     let http: any HTTPClient
     /// Real time for signatures: AWS refuses requests signed more than 15 minutes off, whatever
     /// clock the product logic runs on (a replay's fixed `AUTH_NOW`).
-    let signingClock: any Clock
+    let signingClock: any WallClock
     let random: any RandomSource
     let sleeper: any Sleeper
     let retryPolicy: RetryPolicy
     let counter = RequestCounter()
 
     public init(service: Service, endpoint: String, region: String, credentials: AWSCredentials, http: any HTTPClient,
-                signingClock: any Clock = SystemClock(), random: any RandomSource = SystemRandomSource(),
+                signingClock: any WallClock = SystemClock(), random: any RandomSource = SystemRandomSource(),
                 sleeper: any Sleeper = SystemSleeper(), retryPolicy: RetryPolicy = .aws) {
         self.service = service
         self.endpoint = endpoint.hasSuffix("/") ? endpoint : endpoint + "/"

@@ -3,7 +3,7 @@
 /// (with its JWKS cache) and the token service, and hands each flow only the parts it uses.
 public final class AuthServices: Sendable {
     public let configuration: AuthConfiguration
-    public let clock: any Clock
+    public let clock: any WallClock
     public let random: any RandomSource
     public let table: any Table
     public let verifier: IDTokenVerifier

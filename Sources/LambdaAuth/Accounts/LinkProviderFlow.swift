@@ -8,7 +8,7 @@ struct LinkProviderFlow: Sendable {
     let verifier: any IdentityVerifying
     let callerCheck: CallerCheck
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {

@@ -16,7 +16,7 @@ struct RefreshResult {
 struct RefreshFlow: Sendable {
     let tokens: any TokenIssuing
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let random: any RandomSource
     let retry: OptimisticRetry
     let refreshGrace: Int64

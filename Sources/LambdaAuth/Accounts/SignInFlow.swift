@@ -23,7 +23,7 @@ struct SignInFlow: Sendable {
     let verifier: any IdentityVerifying
     let tokens: any TokenIssuing
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let random: any RandomSource
     let retry: OptimisticRetry
     let deletion: AccountDeletion

@@ -51,7 +51,7 @@ public struct AuthConfiguration: Sendable {
         name == .google ? google : apple
     }
 
-    public var clock: any Clock {
+    public var clock: any WallClock {
         if let fixedNow { return FixedClock(fixedNow) }
         return SystemClock()
     }

@@ -66,7 +66,7 @@ struct DeleteAccountFlow: Sendable {
     let reauthentication: Reauthentication
     let store: AccountStore
     let deletion: AccountDeletion
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {

@@ -13,7 +13,7 @@ enum SignOutScope: String, Sendable {
 struct SignOutFlow: Sendable {
     let tokens: any TokenIssuing
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func signOut(accessToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Int {
@@ -68,7 +68,7 @@ struct SessionSummary: Sendable {
 struct SessionsFlow: Sendable {
     let callerCheck: CallerCheck
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {

@@ -25,7 +25,7 @@ final class ProviderKeyCache: Sendable {
     let algorithm: JWSAlgorithm
     let source: any JWKSSource
     let disk: DiskJWKSCache?
-    let clock: any Clock
+    let clock: any WallClock
     let logger: Logger
 
     private struct State {
@@ -37,7 +37,7 @@ final class ProviderKeyCache: Sendable {
     private let state = Mutex(State())
 
     init(provider: ProviderName, algorithm: JWSAlgorithm = .rs256, source: any JWKSSource, cacheDirectory: String?,
-         clock: any Clock, logger: Logger) {
+         clock: any WallClock, logger: Logger) {
         self.provider = provider
         self.algorithm = algorithm
         self.source = source

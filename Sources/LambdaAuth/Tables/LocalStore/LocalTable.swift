@@ -35,7 +35,7 @@ public final class LocalTable: Table, Sendable {
     static let maximumItemSize = 400 * 1024
 
     public let directory: String
-    private let clock: any Clock
+    private let clock: any WallClock
     private let layout: StoreLayout
     /// The part of the log this process has parsed. flock is per open file, so threads of one
     /// process serialise on this lock first.
@@ -43,12 +43,12 @@ public final class LocalTable: Table, Sendable {
 
     private let checkpointThreshold: Int
 
-    public convenience init(directory: String, clock: any Clock) {
+    public convenience init(directory: String, clock: any WallClock) {
         self.init(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold)
     }
 
     /// Tests use a small threshold so that checkpoints happen in the middle of everything.
-    init(directory: String, clock: any Clock, checkpointThreshold: Int) {
+    init(directory: String, clock: any WallClock, checkpointThreshold: Int) {
         self.directory = directory
         self.clock = clock
         self.checkpointThreshold = checkpointThreshold
