@@ -2,6 +2,7 @@ import Crypto
 import CryptoExtras
 import LambdaAuth
 import LambdaAuthTooling
+import Logging
 import Synchronization
 
 /// RSA keys for tests. Generating one takes tens of milliseconds, so a few are made once per test
@@ -106,7 +107,7 @@ public final class CapturedLog: Sendable {
     public init() {}
 
     public var logger: Logger {
-        Logger(minimumLevel: .debug, sink: { [self] line in captured.withLock { $0.append(line) } })
+        Logger.jsonLines(level: .debug, sink: { [self] line in captured.withLock { $0.append(line) } })
     }
 
     public var lines: [String] { captured.withLock { $0 } }

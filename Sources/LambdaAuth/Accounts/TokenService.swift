@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// What the flows need from our own tokens: issuing an access token, a refresh token's response

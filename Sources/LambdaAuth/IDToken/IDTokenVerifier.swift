@@ -1,3 +1,5 @@
+import Logging
+
 /// Who an ID token says the caller is, once every check has passed.
 public struct VerifiedIdentity: Sendable {
     public let provider: ProviderName

@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTestSupport
+import Logging
 import Testing
 
 /// The exact JSON lines a logger writes (contract section 1): keys, value types, level names,
@@ -23,17 +24,17 @@ import Testing
         let debug = log.logger
         let request = debug.with(requestID: "req-1")
         request.debug("runtime loop started")
-        request.info("fields of every kind", [
+        request.info("fields of every kind", metadata: [
             "provider": .string("google"), "count": .number(3), "deadlineMs": .number(Int64(1_767_225_600_123)),
             "negative": .number(-5), "flag": .bool(true), "off": .bool(false), "traceId": .null,
         ])
-        request.warning("quote \" backslash \\ newline \n tab \t é ✓", ["reason": .string("a \"quoted\" reason\n")])
-        request.error("no fields beside the code", ["code": .string("INTERNAL")])
+        request.warning("quote \" backslash \\ newline \n tab \t é ✓", metadata: ["reason": .string("a \"quoted\" reason\n")])
+        request.error("no fields beside the code", metadata: ["code": .string("INTERNAL")])
         debug.info("outside any request")
         CurrentInvocation.serving("current-7") { debug.info("inside a served invocation") }
 
         var warning = log.logger
-        warning.minimumLevel = .warning
+        warning.logLevel = .warning
         warning.debug("a debug line is dropped")
         warning.info("an info line is dropped")
         warning.warning("a warning passes a warning logger")
@@ -63,5 +64,22 @@ extension String {
             index = self.index(after: index)
         }
         return self
+    }
+}
+
+@Suite struct SwiftLogLevelTests {
+    /// swift-log's levels beyond the contract's four are written as the nearest contract name.
+    @Test func otherLevelsUseTheContractsNames() throws {
+        let log = CapturedLog()
+        log.logger.trace("below debug, dropped")
+        log.logger.notice("a notice")
+        log.logger.critical("a critical failure")
+        let levels = log.lines.compactMap { try? JSONValue.parse($0)["level"]?.stringValue }
+        #expect(levels == ["info", "error"])
+    }
+
+    @Test func configurationAcceptsOnlyTheContractsNames() {
+        #expect(["debug", "info", "warning", "error"].compactMap { Logger.Level(contractName: $0) } == [.debug, .info, .warning, .error])
+        #expect(["trace", "notice", "critical", "INFO", ""].compactMap { Logger.Level(contractName: $0) }.isEmpty)
     }
 }

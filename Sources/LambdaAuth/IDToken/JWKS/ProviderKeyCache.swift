@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// One provider's verification keys: parsed once and kept in memory for a resident process,
@@ -96,7 +97,7 @@ final class ProviderKeyCache: Sendable {
                 state.keys = storedKeys
             }
         } catch {
-            logger.warning("ignoring the JWKS cache file", ["provider": .string(provider.rawValue),
+            logger.warning("ignoring the JWKS cache file", metadata: ["provider": .string(provider.rawValue),
                                                             "path": .string(disk.path), "reason": .string(error.description)])
         }
     }
@@ -113,7 +114,7 @@ final class ProviderKeyCache: Sendable {
             document = try JSONValue.parse(fetched.document)
             parsed = try JSONWebKeySet(document, algorithm: algorithm)
         } catch {
-            logger.warning("JWKS fetch failed", ["provider": .string(provider.rawValue), "location": .string(source.location),
+            logger.warning("JWKS fetch failed", metadata: ["provider": .string(provider.rawValue), "location": .string(source.location),
                                                  "reason": .string(String(describing: error)),
                                                  "servingCachedKeys": .bool(state.keys != nil)])
             return false
@@ -122,7 +123,7 @@ final class ProviderKeyCache: Sendable {
                                      lifetime: ProviderKeyCache.lifetime(maxAge: fetched.maxAge), lastAttempt: now)
         state.record = record
         state.keys = parsed
-        logger.info("JWKS fetched", ["provider": .string(provider.rawValue), "keys": .number(parsed.keys.count),
+        logger.info("JWKS fetched", metadata: ["provider": .string(provider.rawValue), "keys": .number(parsed.keys.count),
                                      "ignoredKeys": .number(parsed.ignoredCount),
                                      "lifetimeSeconds": .number(record.lifetime)])
         return true
@@ -135,7 +136,7 @@ final class ProviderKeyCache: Sendable {
         do {
             try disk.store(record)
         } catch {
-            logger.warning("cannot write the JWKS cache file", ["path": .string(disk.path), "reason": .string(error.description)])
+            logger.warning("cannot write the JWKS cache file", metadata: ["path": .string(disk.path), "reason": .string(error.description)])
         }
     }
 }
