@@ -19,6 +19,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // The Logger API; our JSONLogHandler writes the contract's log lines.
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // authctl's command line only; no handler links it.
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
@@ -35,6 +37,7 @@ let package = Package(
                 "CGlibcCompat",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // What only authctl, the bench and the tests use (child processes, the dev identity
@@ -58,6 +61,7 @@ let package = Package(
                 "LambdaAuth",
                 "LambdaAuthTooling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // `make bench`; not shipped.
@@ -70,6 +74,7 @@ let package = Package(
                 "LambdaAuthTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -79,6 +84,7 @@ let package = Package(
                 "LambdaAuthTooling",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/LambdaAuthTestSupport"
         ),
@@ -86,7 +92,7 @@ let package = Package(
         .executableTarget(name: "table-worker", dependencies: ["LambdaAuth"], path: "Tests/TableWorker"),
         .testTarget(
             name: "LambdaAuthTests",
-            dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport"]
+            dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "LambdaAuthToolingTests",

@@ -76,7 +76,7 @@ public enum ProcessRunner {
 }
 
 /// A child process with pipes on stdin, stdout and stderr.
-public final class RunningProcess: @unchecked Sendable {
+public final class RunningProcess: Sendable {
     public let pid: pid_t
     private let stdinWrite: Int32
     private let stdoutRead: Int32

@@ -104,7 +104,7 @@ enum FlowBench {
             FileSystem.removeTree(small.directory)
             FileSystem.removeTree(large.directory)
         }
-        Logger.standardError("bench: flows: filling a store with 100,000 users…")
+        writeStandardErrorLine("bench: flows: filling a store with 100,000 users…")
         let fill = monotonicSeconds()
         LargeStoreFixture.fill(directory: large.environment["AUTH_STORE"]!, users: 100_000)
         table.add("flows", "store fill, 100k users (import)", format(monotonicSeconds() - fill, decimals: 1) + " s")

@@ -2,6 +2,7 @@ import Crypto
 import CryptoExtras
 import LambdaAuth
 import LambdaAuthTooling
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -74,7 +75,7 @@ enum VerificationBench {
             ])
             let clock = SystemClock()
             verifier = IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(), clock: clock,
-                                       logger: Logger(minimumLevel: .error))
+                                       logger: Logger.jsonLines(level: .error))
             // A token as Google sends it: every claim, realistic lengths.
             var options = DevTokenOptions(subject: "110169484474386276334", audience: audience)
             options.email = "firstname.lastname@gmail.com"

@@ -5,7 +5,7 @@ import LambdaAuth
 let requested = Set(CommandLine.arguments.dropFirst())
 var table = BenchTable()
 for section in BenchSections.all where requested.isEmpty || requested.contains(section.name) {
-    Logger.standardError("bench: \(section.name)…")
+    writeStandardErrorLine("bench: \(section.name)…")
     section.run(&table)
 }
 table.print()

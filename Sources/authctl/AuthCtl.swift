@@ -85,5 +85,5 @@ struct CommandFailure: Error, CustomStringConvertible {
 }
 
 func standardError(_ message: String) {
-    Logger.standardError(message)
+    writeStandardErrorLine(message)
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LambdaAuth
+import Logging
 
 /// `authctl credentials verify`: the offline check a local resource server runs on a request signed
 /// with `AUTH_CREDENTIALS=local` credentials.
@@ -29,7 +30,7 @@ struct CredentialCommands: ParsableCommand {
             let body = try bodyFile.map { try FileSystem.readFile($0) } ?? []
 
             let configuration = try AuthCtlContext.current.configuration()
-            let secret = try configuration.credentialsSecret ?? AuthServices(configuration: configuration, logger: Logger(minimumLevel: .error))
+            let secret = try configuration.credentialsSecret ?? AuthServices(configuration: configuration, logger: Logger.jsonLines(level: .error))
                 .existingDevCredentialsSecret()
             guard let secret else {
                 throw CommandFailure("no credentials secret: set AUTH_CREDENTIALS_SECRET (or sign a user in once to create the dev secret)")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import LambdaAuth
 import LambdaAuthTooling
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -147,7 +148,7 @@ struct AccessTokenJWKSCommand: ParsableCommand {
 
     func run() throws {
         let configuration = try AuthCtlContext.current.configuration()
-        let services = try AuthServices(configuration: configuration, logger: Logger(minimumLevel: .warning))
+        let services = try AuthServices(configuration: configuration, logger: Logger.jsonLines(level: .warning))
         guard let key = try services.accessTokenKey() else {
             throw CommandFailure("no access-token key yet: set AUTH_SIGNING_KEY(_FILE), or sign a user in once to create the dev key")
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LambdaAuth
+import Logging
 
 /// Operators' view of one user, and its deletion by the same code `delete-account` runs.
 struct UserCommands: ParsableCommand {
@@ -8,7 +9,7 @@ struct UserCommands: ParsableCommand {
         subcommands: [Show.self, Delete.self])
 
     static func services() throws -> AuthServices {
-        try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger(minimumLevel: .warning))
+        try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning))
     }
 
     struct Show: ParsableCommand {
@@ -32,7 +33,7 @@ struct UserCommands: ParsableCommand {
         @Argument(help: "The user id.") var userID: String
 
         func run() throws {
-            guard try UserCommands.services().deleteUser(userID, logger: Logger(minimumLevel: .warning)) else {
+            guard try UserCommands.services().deleteUser(userID, logger: Logger.jsonLines(level: .warning)) else {
                 throw CommandFailure("no user \(userID)")
             }
             print(JSONValue.object(["deleted": true, "userId": .string(userID)]).prettyPrinted())

@@ -1,4 +1,5 @@
 import LambdaAuth
+import Synchronization
 
 /// A loopback stand-in for DynamoDB that forwards to a real peer (moto_server) and can replace
 /// the answer to chosen operations with a fault. It also counts the operations it saw, so a test
@@ -73,14 +74,13 @@ public final class DynamoDBProxy: Sendable {
 }
 
 /// The injected faults, read by the server's connection threads.
-private final class FaultBox: @unchecked Sendable {
-    private let lock = Mutex()
-    private var responses: [String: LoopbackHTTPServer.Response] = [:]
-    private var indexRefusals: [String: LoopbackHTTPServer.Response] = [:]
+private final class FaultBox: Sendable {
+    private let responses = Mutex<[String: LoopbackHTTPServer.Response]>([:])
+    private let indexRefusals = Mutex<[String: LoopbackHTTPServer.Response]>([:])
 
-    func refusal(ofQueriesOn index: String) -> LoopbackHTTPServer.Response? { lock.withLock { indexRefusals[index] } }
-    func refuseQueries(on index: String, with response: LoopbackHTTPServer.Response) { lock.withLock { indexRefusals[index] = response } }
+    func refusal(ofQueriesOn index: String) -> LoopbackHTTPServer.Response? { indexRefusals.withLock { $0[index] } }
+    func refuseQueries(on index: String, with response: LoopbackHTTPServer.Response) { indexRefusals.withLock { $0[index] = response } }
 
-    func response(for operation: String) -> LoopbackHTTPServer.Response? { lock.withLock { responses[operation] } }
-    func set(_ response: LoopbackHTTPServer.Response?, for operation: String) { lock.withLock { responses[operation] = response } }
+    func response(for operation: String) -> LoopbackHTTPServer.Response? { responses.withLock { $0[operation] } }
+    func set(_ response: LoopbackHTTPServer.Response?, for operation: String) { responses.withLock { $0[operation] = response } }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import LambdaAuth
 import LambdaAuthTooling
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,13 +9,14 @@ import Glibc
 /// A temporary world for whole-process flow tests: Google and Apple test issuers with their JWKS
 /// files, a store, a JWKS cache and the handlers' environment on a fixed clock. Every handler's
 /// stderr is kept so that tests can check what was logged.
-public final class FlowWorld: @unchecked Sendable {
+public final class FlowWorld: Sendable {
     public let directory: String
     public let google = TestIssuer(keyIndex: 0, keyID: "google-key-1")
     public let apple = TestIssuer(keyIndex: 1, keyID: "apple-key-1")
-    public private(set) var environment: [String: String]
-    private let lock = Mutex()
-    private var collectedLogs: [String] = []
+    /// The handlers' environment; only `advanceClock` changes it.
+    private let settings: Mutex<[String: String]>
+    public var environment: [String: String] { settings.withLock { $0 } }
+    private let collectedLogs = Mutex<[String]>([])
 
     /// Where the handlers keep their data and get their AWS credentials from.
     public enum Backend: String, Sendable, CaseIterable, CustomStringConvertible {
@@ -53,13 +55,14 @@ public final class FlowWorld: @unchecked Sendable {
         backend = dynamoDBTableName == nil ? .local : .dynamoDB
         self.dynamoDBTableName = dynamoDBTableName
         directory = TestSupport.temporaryDirectory("flow-world")
-        environment = VerifierEnvironment.make(
+        var environment = VerifierEnvironment.make(
             googleJWKS: TestJWKS.file(google.jwks, in: directory, name: "google.json"),
             appleJWKS: TestJWKS.file(apple.jwks, in: directory, name: "apple.json"),
             cacheDirectory: directory + "/cache",
             extra: ["AUTH_STORE": directory + "/store", "AUTH_TEST_MODE": "1", "AUTH_NOW": String(google.now),
                     "AUTH_LOG_LEVEL": "debug"])
         for (name, value) in extra { environment[name] = value }
+        settings = Mutex(environment)
     }
 
     deinit { TestSupport.removeTree(directory) }
@@ -70,7 +73,7 @@ public final class FlowWorld: @unchecked Sendable {
 
     /// Moves the handlers' clock (tokens stay valid for an hour after the issuers' time).
     public func advanceClock(by seconds: Int64) {
-        environment["AUTH_NOW"] = String(now + seconds)
+        settings.withLock { $0["AUTH_NOW"] = String(Int64($0["AUTH_NOW"]!)! + seconds) }
     }
 
     /// The handlers' store, opened in-process to inspect what they wrote.
@@ -101,7 +104,7 @@ public final class FlowWorld: @unchecked Sendable {
         } catch {
             output = ProcessRunner.Output(exitCode: 127, stdout: [], stderr: Array(error.description.utf8))
         }
-        lock.withLock { collectedLogs.append(output.stderrText) }
+        collectedLogs.withLock { $0.append(output.stderrText) }
         return output
     }
 
@@ -115,7 +118,7 @@ public final class FlowWorld: @unchecked Sendable {
     }
 
     public func record(_ output: ProcessRunner.Output) {
-        lock.withLock { collectedLogs.append(output.stderrText) }
+        collectedLogs.withLock { $0.append(output.stderrText) }
     }
 
     /// A sign-in that must succeed; returns the response body.
@@ -130,7 +133,7 @@ public final class FlowWorld: @unchecked Sendable {
         return body
     }
 
-    public var logs: [String] { lock.withLock { collectedLogs } }
+    public var logs: [String] { collectedLogs.withLock { $0 } }
 
     /// Every item of the world's table, in key order (a scan, as `authctl store export` reads it).
     public func allItems() throws -> [Item] {
@@ -176,18 +179,16 @@ extension ProcessRunner.Output {
 
 /// Runs `count` jobs at the same moment on their own threads and returns their results in order.
 public func runSimultaneously<T: Sendable>(_ count: Int, _ job: @escaping @Sendable (Int) -> T) -> [T] {
-    let lock = Mutex()
-    nonisolated(unsafe) var results = [T?](repeating: nil, count: count)
-    nonisolated(unsafe) var finished = 0
+    let progress = Mutex((results: [T?](repeating: nil, count: count), finished: 0))
     for index in 0..<count {
         BackgroundThread.detach {
             let result = job(index)
-            lock.withLock {
-                results[index] = result
-                finished += 1
+            progress.withLock {
+                $0.results[index] = result
+                $0.finished += 1
             }
         }
     }
-    while lock.withLock({ finished }) < count { usleep(2000) }
-    return results.map { $0! }
+    while progress.withLock({ $0.finished }) < count { usleep(2000) }
+    return progress.withLock { $0.results.map { $0! } }
 }

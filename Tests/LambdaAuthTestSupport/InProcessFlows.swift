@@ -1,4 +1,5 @@
 import LambdaAuth
+import Logging
 
 /// The world's handlers run in this process over a `RecordingTable`, so a test can count (and
 /// refuse) the requests each flow makes against the local store, as the DynamoDB proxy does for
@@ -11,11 +12,11 @@ public struct InProcessFlows: Sendable {
     public init(_ world: FlowWorld, refusingQueriesOn index: String? = nil, random: (any RandomSource)? = nil) throws {
         table = RecordingTable(try world.table(), refusingQueriesOn: index)
         services = try AuthServices(configuration: try AuthConfiguration.fromEnvironment(world.environment),
-                                    logger: Logger(minimumLevel: .error), table: table, random: random ?? SystemRandomSource(),
+                                    logger: Logger.jsonLines(level: .error), table: table, random: random ?? SystemRandomSource(),
                                     sleeper: RecordingSleeper())
     }
 
-    static let context = InvocationContext(requestID: "in-process", logger: Logger(minimumLevel: .error))
+    static let context = InvocationContext(requestID: "in-process", logger: Logger.jsonLines(level: .error))
 
     /// Runs a handler on a direct event in this process; a contract error is thrown as AuthError.
     func invoke(_ handler: any RequestHandler, _ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {

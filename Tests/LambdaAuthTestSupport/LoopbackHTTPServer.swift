@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTooling
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +8,7 @@ import Glibc
 /// A small HTTP/1.1 server on 127.0.0.1 for tests: a JWKS endpoint, a Lambda Runtime API peer,
 /// a faulty AWS endpoint. The test decides every response through `responder` and can read what
 /// was received. One thread per connection; keep-alive supported; stops when `stop()` is called.
-public final class LoopbackHTTPServer: @unchecked Sendable {
+public final class LoopbackHTTPServer: Sendable {
     public struct Request: Sendable {
         public var method: String
         /// Path with query string, as sent.
@@ -53,16 +54,19 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     public let port: UInt16
     private let listener: Int32
-    private let state = Mutex()
-    private var responder: Responder
-    private var received: [Request] = []
-    private var stopped = false
-    private var listenerClosed = false
-    private var connections: Set<Int32> = []
+    private struct State {
+        var responder: Responder
+        var received: [Request] = []
+        var stopped = false
+        var listenerClosed = false
+        var connections: Set<Int32> = []
+    }
+
+    private let state: Mutex<State>
 
     /// Starts listening on 127.0.0.1 with a port chosen by the system.
     public init(responder: @escaping Responder) throws {
-        self.responder = responder
+        state = Mutex(State(responder: responder))
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw FileSystem.Failure(path: "socket", operation: "socket", errno: errno) }
         var reuse: Int32 = 1
@@ -100,29 +104,29 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// Replaces how the server answers from now on.
     public func respond(with responder: @escaping Responder) {
-        state.withLock { self.responder = responder }
+        state.withLock { $0.responder = responder }
     }
 
     /// Every request received so far, in order.
-    public var requests: [Request] { state.withLock { received } }
-    public var requestCount: Int { state.withLock { received.count } }
+    public var requests: [Request] { state.withLock { $0.received } }
+    public var requestCount: Int { state.withLock { $0.received.count } }
 
     /// Descriptors are shut down and closed only under the lock, and each exactly once: a number
     /// closed here can be reused at once by another test's socket, which must never be touched.
     public func stop() {
-        state.withLock {
-            guard !stopped else { return }
-            stopped = true
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.stopped = true
             // shutdown wakes the blocked accept(); the accept loop closes the listener itself.
-            if !listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
-            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+            if !state.listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in state.connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
     }
 
     private func acceptLoop() {
         defer {
-            state.withLock {
-                listenerClosed = true
+            state.withLock { state in
+                state.listenerClosed = true
                 close(listener)
             }
         }
@@ -133,9 +137,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 return
             }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-            let accepted: Bool = state.withLock {
-                if stopped { return false }
-                connections.insert(connection)
+            let accepted: Bool = state.withLock { state in
+                if state.stopped { return false }
+                state.connections.insert(connection)
                 return true
             }
             if !accepted {
@@ -148,17 +152,17 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     private func serve(_ connection: Int32) {
         defer {
-            state.withLock {
-                _ = connections.remove(connection)
+            state.withLock { state in
+                _ = state.connections.remove(connection)
                 close(connection)
             }
         }
         var buffer: [UInt8] = []
         while true {
             guard let request = readRequest(connection, buffer: &buffer) else { return }
-            let responder = state.withLock { () -> Responder in
-                received.append(request)
-                return self.responder
+            let responder = state.withLock { state -> Responder in
+                state.received.append(request)
+                return state.responder
             }
             let response = responder(request)
             if response.delaySeconds > 0 { usleep(UInt32(response.delaySeconds * 1_000_000)) }
@@ -257,13 +261,12 @@ extension String {
 }
 
 /// Hands out a fixed sequence of responses to concurrent server threads.
-final class ScriptState: @unchecked Sendable {
-    private let lock = Mutex()
-    private var remaining: [LoopbackHTTPServer.Response]
+final class ScriptState: Sendable {
+    private let remaining: Mutex<[LoopbackHTTPServer.Response]>
 
-    init(_ script: [LoopbackHTTPServer.Response]) { remaining = script }
+    init(_ script: [LoopbackHTTPServer.Response]) { remaining = Mutex(script) }
 
     func next() -> LoopbackHTTPServer.Response? {
-        lock.withLock { remaining.isEmpty ? nil : remaining.removeFirst() }
+        remaining.withLock { $0.isEmpty ? nil : $0.removeFirst() }
     }
 }

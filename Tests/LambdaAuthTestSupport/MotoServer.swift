@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTooling
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -205,7 +206,7 @@ extension MotoServer {
     }
 
     /// A new table with the contract's layout (keys, GSI1, TTL), named uniquely for this test.
-    public func makeTable(prefix: String = "lambda-auth-test", clock: any Clock = SystemClock()) throws -> DynamoDBTable {
+    public func makeTable(prefix: String = "lambda-auth-test", clock: any WallClock = SystemClock()) throws -> DynamoDBTable {
         let name = "\(prefix)-\(SystemRandomSource().bytes(8).hexString)"
         let table = DynamoDBTable(tableName: name, client: client(), clock: clock)
         _ = try table.createTable(sleeper: NoSleeper())
@@ -214,14 +215,13 @@ extension MotoServer {
 }
 
 /// Records the delays it is asked to wait instead of waiting them.
-public final class RecordingSleeper: Sleeper, @unchecked Sendable {
-    private let lock = Mutex()
-    private var recorded: [Double] = []
+public final class RecordingSleeper: Sleeper, Sendable {
+    private let recorded = Mutex<[Double]>([])
 
     public init() {}
 
-    public func sleep(seconds: Double) { lock.withLock { recorded.append(seconds) } }
-    public var delays: [Double] { lock.withLock { recorded } }
+    public func sleep(seconds: Double) { recorded.withLock { $0.append(seconds) } }
+    public var delays: [Double] { recorded.withLock { $0 } }
 }
 
 public struct NoSleeper: Sleeper {

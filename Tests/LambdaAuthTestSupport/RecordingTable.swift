@@ -1,14 +1,14 @@
 import LambdaAuth
+import Synchronization
 
 /// A table in front of another that records every request a flow makes (named as DynamoDB names
 /// its operations, so in-process counts read like the DynamoDB proxy's) and can refuse queries on
 /// an index: the in-process stand-in for a DynamoDB whose GSI1 answers stale, since a flow that
 /// never queries the index cannot be misled by it.
-public final class RecordingTable: Table, @unchecked Sendable {
+public final class RecordingTable: Table, Sendable {
     public let base: any Table
     public let refusedIndex: String?
-    private let lock = Mutex()
-    private var recorded: [String] = []
+    private let recorded = Mutex<[String]>([])
 
     public init(_ base: any Table, refusingQueriesOn refusedIndex: String? = nil) {
         self.base = base
@@ -16,17 +16,17 @@ public final class RecordingTable: Table, @unchecked Sendable {
     }
 
     /// Every operation so far, in order; a query on an index as `Query(<index>)`.
-    public var operations: [String] { lock.withLock { recorded } }
+    public var operations: [String] { recorded.withLock { $0 } }
 
     /// The operations since the last call, and a fresh start for the next count.
     public func takeOperations() -> [String] {
-        lock.withLock {
+        recorded.withLock { recorded in
             defer { recorded.removeAll() }
             return recorded
         }
     }
 
-    private func note(_ operation: String) { lock.withLock { recorded.append(operation) } }
+    private func note(_ operation: String) { recorded.withLock { $0.append(operation) } }
 
     public func getItem(_ key: TableKey) throws(TableError) -> Item? {
         note("GetItem")

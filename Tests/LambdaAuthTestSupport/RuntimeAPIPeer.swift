@@ -6,6 +6,8 @@ import Glibc
 /// A Lambda Runtime API on loopback, for tests and the bench: hands out queued events on
 /// `/invocation/next` (blocking while the queue is empty, as Lambda does), and records every
 /// `/response`, `/error` and `/init/error` post.
+// @unchecked: the state below is guarded by a pthread mutex paired with a condition variable
+// (`/next` blocks until an event is queued), a wait Synchronization.Mutex cannot do.
 public final class RuntimeAPIPeer: @unchecked Sendable {
     public struct Event: Sendable {
         public var requestID: String

@@ -1,15 +1,15 @@
 import LambdaAuth
+import Synchronization
 
 /// Reproducible randomness for in-process flow tests: the same seed gives the same user ids,
 /// session ids and refresh tokens (SplitMix64; not for anything but tests).
-public final class SeededRandomSource: RandomSource, @unchecked Sendable {
-    private let lock = Mutex()
-    private var state: UInt64
+public final class SeededRandomSource: RandomSource, Sendable {
+    private let generator: Mutex<UInt64>
 
-    public init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { generator = Mutex(seed) }
 
     public func bytes(_ count: Int) -> [UInt8] {
-        lock.withLock {
+        generator.withLock { state in
             var output: [UInt8] = []
             output.reserveCapacity(count + 8)
             while output.count < count {

@@ -2,6 +2,8 @@ import Crypto
 import CryptoExtras
 import LambdaAuth
 import LambdaAuthTooling
+import Logging
+import Synchronization
 
 /// RSA keys for tests. Generating one takes tens of milliseconds, so a few are made once per test
 /// process and shared; tests that need "another provider's key" take a different index.
@@ -99,28 +101,26 @@ public enum TestJWKS {
 }
 
 /// Log lines kept in memory, so that a test can read what was logged.
-public final class CapturedLog: @unchecked Sendable {
-    private let lock = Mutex()
-    private var captured: [String] = []
+public final class CapturedLog: Sendable {
+    private let captured = Mutex<[String]>([])
 
     public init() {}
 
     public var logger: Logger {
-        Logger(minimumLevel: .debug, sink: { [self] line in lock.withLock { captured.append(line) } })
+        Logger.jsonLines(level: .debug, sink: { [self] line in captured.withLock { $0.append(line) } })
     }
 
-    public var lines: [String] { lock.withLock { captured } }
+    public var lines: [String] { captured.withLock { $0 } }
 }
 
 /// A clock the test moves by hand.
-public final class ManualClock: Clock, @unchecked Sendable {
-    private let lock = Mutex()
-    private var instant: Double
+public final class ManualClock: WallClock, Sendable {
+    private let instant: Mutex<Double>
 
-    public init(_ instant: Double) { self.instant = instant }
+    public init(_ instant: Double) { self.instant = Mutex(instant) }
 
-    public func now() -> Double { lock.withLock { instant } }
-    public func advance(by seconds: Double) { lock.withLock { instant += seconds } }
+    public func now() -> Double { instant.withLock { $0 } }
+    public func advance(by seconds: Double) { instant.withLock { $0 += seconds } }
 }
 
 /// Environments for `AuthConfiguration.fromEnvironment` in verification tests.

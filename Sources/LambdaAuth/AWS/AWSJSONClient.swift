@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One call of an AWS JSON-protocol API (`POST /`, `Content-Type: application/x-amz-json-1.0` or
 /// `1.1`, `X-Amz-Target: <prefix><Operation>`), the protocol of DynamoDB, Secrets Manager and SSM:
 /// signed with SigV4, retried with capped, jittered backoff on what may succeed later, and error
@@ -52,14 +54,14 @@ public struct AWSJSONClient: Sendable {
     let http: any HTTPClient
     /// Real time for signatures: AWS refuses requests signed more than 15 minutes off, whatever
     /// clock the product logic runs on (a replay's fixed `AUTH_NOW`).
-    let signingClock: any Clock
+    let signingClock: any WallClock
     let random: any RandomSource
     let sleeper: any Sleeper
     let retryPolicy: RetryPolicy
     let counter = RequestCounter()
 
     public init(service: Service, endpoint: String, region: String, credentials: AWSCredentials, http: any HTTPClient,
-                signingClock: any Clock = SystemClock(), random: any RandomSource = SystemRandomSource(),
+                signingClock: any WallClock = SystemClock(), random: any RandomSource = SystemRandomSource(),
                 sleeper: any Sleeper = SystemSleeper(), retryPolicy: RetryPolicy = .aws) {
         self.service = service
         self.endpoint = endpoint.hasSuffix("/") ? endpoint : endpoint + "/"
@@ -184,10 +186,9 @@ public enum AWSCallError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A thread-safe count, for tests and the bench (requests per flow).
-final class RequestCounter: @unchecked Sendable {
-    private let lock = Mutex()
-    private var count = 0
+final class RequestCounter: Sendable {
+    private let count = Mutex(0)
 
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }

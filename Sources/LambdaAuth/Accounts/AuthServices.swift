@@ -1,9 +1,11 @@
+import Logging
+
 /// The composition root of a handler process: built once from the configuration and kept warm
 /// between invocations of a resident Lambda process. It owns the table, the ID token verifier
 /// (with its JWKS cache) and the token service, and hands each flow only the parts it uses.
 public final class AuthServices: Sendable {
     public let configuration: AuthConfiguration
-    public let clock: any Clock
+    public let clock: any WallClock
     public let random: any RandomSource
     public let table: any Table
     public let verifier: IDTokenVerifier
@@ -94,13 +96,13 @@ public final class AuthServices: Sendable {
 
     /// The access-token key, if one is configured or was created; never creates one.
     public func accessTokenKey() throws(AuthError) -> AccessTokenKey? {
-        try tokens.accessTokenIssuer(create: false, logger: Logger(minimumLevel: .error))?.key
+        try tokens.accessTokenIssuer(create: false, logger: Logger.jsonLines(level: .error))?.key
     }
 
     /// The development credentials secret kept in the local store, if one was created; never creates one.
     public func existingDevCredentialsSecret() throws(AuthError) -> String? {
         try DevSecrets.credentialsSecret(in: table, create: false, now: clock.nowSeconds, random: random,
-                                         logger: Logger(minimumLevel: .error))
+                                         logger: Logger.jsonLines(level: .error))
     }
 }
 

@@ -1,4 +1,5 @@
 import Crypto
+import Logging
 
 /// The development defaults the contract allows for the local store: an access-token signing key
 /// and a credentials master secret, created once inside the store itself (so that every process

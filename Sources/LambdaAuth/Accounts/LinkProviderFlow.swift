@@ -1,3 +1,5 @@
+import Logging
+
 /// `link-provider`: attach or detach a provider identity for the caller's user.
 ///
 /// Link: the caller check's Query, a GetItem of the link, one transaction (3 requests); unlink:
@@ -8,7 +10,7 @@ struct LinkProviderFlow: Sendable {
     let verifier: any IdentityVerifying
     let callerCheck: CallerCheck
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
@@ -32,7 +34,7 @@ struct LinkProviderFlow: Sendable {
             let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
             switch try store.link(linked, to: user, callerSessionID: caller.sessionID, now: now) {
             case .committed:
-                logger.info("linked an identity", ["userId": .string(caller.userID), "provider": .string(identity.provider.rawValue)])
+                logger.info("linked an identity", metadata: ["userId": .string(caller.userID), "provider": .string(identity.provider.rawValue)])
                 user.identities.append(linked)
                 user.profile.apply(identityDelta: 1, now: now)
                 return user
@@ -53,7 +55,7 @@ struct LinkProviderFlow: Sendable {
             let now = clock.nowSeconds
             switch try store.unlink(identity, from: user, callerSessionID: caller.sessionID, now: now) {
             case .committed:
-                logger.info("unlinked an identity", ["userId": .string(caller.userID), "provider": .string(provider.rawValue)])
+                logger.info("unlinked an identity", metadata: ["userId": .string(caller.userID), "provider": .string(provider.rawValue)])
                 user.identities.removeAll { $0.provider == provider }
                 user.profile.apply(identityDelta: -1, now: now)
                 return user

@@ -1,3 +1,5 @@
+import Logging
+
 struct RefreshResult {
     /// The user as the token's copy shows it (exact: the rotation checked its version).
     var user: JSONValue
@@ -16,7 +18,7 @@ struct RefreshResult {
 struct RefreshFlow: Sendable {
     let tokens: any TokenIssuing
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let random: any RandomSource
     let retry: OptimisticRetry
     let refreshGrace: Int64
@@ -43,7 +45,7 @@ struct RefreshFlow: Sendable {
             let next = store.newRefreshToken(refresh, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
             switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, now: now) {
             case .rotated:
-                logger.info("refreshed", ["userId": .string(record.userID), "sessionId": .string(record.familyID),
+                logger.info("refreshed", metadata: ["userId": .string(record.userID), "sessionId": .string(record.familyID),
                                           "grace": .bool(record.status == .used)])
                 return (snapshot, sessionCreatedAt)
             case .sessionRevoked:
@@ -86,7 +88,7 @@ struct RefreshFlow: Sendable {
     /// The session is gone or revoked: the token is dead too.
     func revoked(_ record: RefreshTokenRecord, now: Int64, logger: Logger) -> AuthError {
         store.markRevoked(record, now: now)
-        logger.info("refresh refused: session revoked", ["userId": .string(record.userID), "sessionId": .string(record.familyID)])
+        logger.info("refresh refused: session revoked", metadata: ["userId": .string(record.userID), "sessionId": .string(record.familyID)])
         return AuthError(.refreshTokenRevoked, "the refresh token was revoked")
     }
 
@@ -94,7 +96,7 @@ struct RefreshFlow: Sendable {
     /// the family and the session.
     func revokeFamily(of record: RefreshTokenRecord, now: Int64, logger: Logger) throws(AuthError) {
         logger.warning("refresh token reuse detected: revoking the session and its token family",
-                       ["userId": .string(record.userID), "sessionId": .string(record.familyID)])
+                       metadata: ["userId": .string(record.userID), "sessionId": .string(record.familyID)])
         try store.revokeSession(userID: record.userID, sessionID: record.familyID, now: now)
     }
 }

@@ -1,3 +1,5 @@
+import Logging
+
 /// What `signin` is asked (contract section 3), already validated.
 struct SignInRequest: Sendable {
     var provider: ProviderName
@@ -23,7 +25,7 @@ struct SignInFlow: Sendable {
     let verifier: any IdentityVerifying
     let tokens: any TokenIssuing
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let random: any RandomSource
     let retry: OptimisticRetry
     let deletion: AccountDeletion
@@ -33,7 +35,7 @@ struct SignInFlow: Sendable {
     func signIn(_ request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
         let identity = try verifier.verify(request.idToken, provider: request.provider, nonce: request.nonce)
         let result = try findOrCreateUser(identity, request: request, logger: logger)
-        logger.info("signed in", ["userId": .string(result.user.profile.userID), "sessionId": .string(result.session.sessionID),
+        logger.info("signed in", metadata: ["userId": .string(result.user.profile.userID), "sessionId": .string(result.session.sessionID),
                                   "provider": .string(identity.provider.rawValue), "newUser": .bool(result.isNewUser)])
         return result
     }
@@ -60,7 +62,7 @@ struct SignInFlow: Sendable {
                     switch try openSession(userID: owner, identity: identity, request: request, joining: joining, logger: logger) {
                     case .opened(let result):
                         logger.info("linked a new identity to an existing user by verified email",
-                                    ["userId": .string(owner), "provider": .string(identity.provider.rawValue)])
+                                    metadata: ["userId": .string(owner), "provider": .string(identity.provider.rawValue)])
                         return result
                     case .identityTaken, .userDeleted:
                         return nil  // the identity got linked meanwhile, or the owner is gone: re-read
@@ -108,7 +110,7 @@ struct SignInFlow: Sendable {
             refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now))
         switch try store.create(account) {
         case .created:
-            logger.info("created a user", ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
+            logger.info("created a user", metadata: ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
             return .created(SignInResult(user: user, isNewUser: true, session: session, tokens: issued))
         case .identityTaken: return .identityTaken
         case .emailTaken: return .emailTaken
@@ -177,12 +179,12 @@ struct SignInFlow: Sendable {
     func markEvictedTokensRevoked(userID: String, _ evicted: [String], now: Int64, logger: Logger) {
         guard !evicted.isEmpty else { return }
         for sessionID in evicted {
-            logger.info("session evicted by the session limit", ["userId": .string(userID), "sessionId": .string(sessionID)])
+            logger.info("session evicted by the session limit", metadata: ["userId": .string(userID), "sessionId": .string(sessionID)])
         }
         do {
             _ = try store.revokeSessions(userID: userID, evicted, gate: nil, now: now)
         } catch {
-            logger.warning("could not mark an evicted session's tokens revoked", ["code": .string(error.code.rawValue)])
+            logger.warning("could not mark an evicted session's tokens revoked", metadata: ["code": .string(error.code.rawValue)])
         }
     }
 }

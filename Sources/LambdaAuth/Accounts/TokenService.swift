@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// What the flows need from our own tokens: issuing an access token, a refresh token's response
@@ -22,7 +23,7 @@ struct IssuedTokens: Sendable {
 final class TokenService: TokenIssuing, Sendable {
     let configuration: AuthConfiguration
     let table: any Table
-    let clock: any Clock
+    let clock: any WallClock
     let random: any RandomSource
     private struct Cache {
         var accessTokenIssuer: AccessTokenIssuer?
@@ -30,7 +31,7 @@ final class TokenService: TokenIssuing, Sendable {
     }
     private let cache = Synchronization.Mutex(Cache())
 
-    init(configuration: AuthConfiguration, table: any Table, clock: any Clock, random: any RandomSource) throws(AuthError) {
+    init(configuration: AuthConfiguration, table: any Table, clock: any WallClock, random: any RandomSource) throws(AuthError) {
         self.configuration = configuration
         self.table = table
         self.clock = clock

@@ -1,3 +1,5 @@
+import Logging
+
 /// A request's caller (contract, second round): our access token, valid (signature, `exp`,
 /// `iss`), whose session is still one of its user's active sessions; and that user as one Query
 /// read it, for the flow to decide on. Anything else is ACCESS_TOKEN_INVALID.

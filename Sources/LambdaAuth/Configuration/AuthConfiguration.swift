@@ -1,3 +1,5 @@
+import Logging
+
 /// Everything the handlers read from their environment (contract section 5), parsed once at start.
 /// An invalid value is a CONFIG_ERROR naming the variable, never a silent default.
 public struct AuthConfiguration: Sendable {
@@ -42,7 +44,7 @@ public struct AuthConfiguration: Sendable {
     public var userBucket: String?
     public var awsRegion: String?
     public var awsCredentials: AWSCredentials?
-    public var logLevel: LogLevel = .info
+    public var logLevel: Logger.Level = .info
     public var testMode = false
     /// With testMode only: the fixed clock for replays.
     public var fixedNow: Double?
@@ -51,7 +53,7 @@ public struct AuthConfiguration: Sendable {
         name == .google ? google : apple
     }
 
-    public var clock: any Clock {
+    public var clock: any WallClock {
         if let fixedNow { return FixedClock(fixedNow) }
         return SystemClock()
     }
@@ -128,7 +130,7 @@ public struct AuthConfiguration: Sendable {
                 accessKeyID: accessKey, secretAccessKey: secretKey, sessionToken: reader.string("AWS_SESSION_TOKEN"))
         }
         if let level = reader.string("AUTH_LOG_LEVEL") {
-            guard let value = LogLevel(name: level) else {
+            guard let value = Logger.Level(contractName: level) else {
                 throw configError("AUTH_LOG_LEVEL", "must be debug, info, warning or error")
             }
             configuration.logLevel = value

@@ -16,12 +16,12 @@ public struct STSCredentialIssuer: CredentialIssuer {
     let signer: SigV4Signer
     let http: any HTTPClient
     /// Real time for signatures (see AWSJSONClient.signingClock).
-    let signingClock: any Clock
+    let signingClock: any WallClock
 
     static let sharedHTTPClient = CurlHTTPClient()
 
     public init(roleARN: String, bucket: String, durationSeconds: Int64, endpoint: String, region: String,
-                credentials: AWSCredentials, http: any HTTPClient, signingClock: any Clock = SystemClock()) {
+                credentials: AWSCredentials, http: any HTTPClient, signingClock: any WallClock = SystemClock()) {
         self.roleARN = roleARN
         self.bucket = bucket
         self.durationSeconds = durationSeconds
@@ -33,7 +33,7 @@ public struct STSCredentialIssuer: CredentialIssuer {
 
     /// From `AUTH_STS_ROLE_ARN`, `AUTH_USER_BUCKET`, `AUTH_CREDENTIALS_TTL`, `AUTH_STS_ENDPOINT`
     /// (default: the regional endpoint) and the `AWS_*` region and credentials.
-    public init(configuration: AuthConfiguration, http: (any HTTPClient)? = nil, signingClock: any Clock = SystemClock()) throws(AuthError) {
+    public init(configuration: AuthConfiguration, http: (any HTTPClient)? = nil, signingClock: any WallClock = SystemClock()) throws(AuthError) {
         guard let roleARN = configuration.stsRoleARN else {
             throw AuthError(.configError, "AUTH_STS_ROLE_ARN is required with AUTH_CREDENTIALS=sts")
         }

@@ -1,3 +1,5 @@
+import Logging
+
 /// Deletes every item of a user, in an order that survives a crash at any instant.
 ///
 /// A user can own more items than one transaction holds (100), so the deletion cannot be one
@@ -26,7 +28,7 @@ struct AccountDeletion: Sendable {
             try store.delete(items)
             let claims = try store.emailClaims(of: user)
             if try store.deleteProfileAndLinks(user, emailClaims: claims) {
-                logger.info("account deleted", ["userId": .string(userID), "items": .number(Int64(items.count + 1 + 2 * user.identities.count + claims.count))])
+                logger.info("account deleted", metadata: ["userId": .string(userID), "items": .number(Int64(items.count + 1 + 2 * user.identities.count + claims.count))])
                 return
             }
         }
@@ -66,7 +68,7 @@ struct DeleteAccountFlow: Sendable {
     let reauthentication: Reauthentication
     let store: AccountStore
     let deletion: AccountDeletion
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
@@ -84,7 +86,7 @@ struct DeleteAccountFlow: Sendable {
             let session = try store.session(userID: caller.userID, sessionID: caller.sessionID)
             try reauthentication.check(proof, user: user, sessionCreatedAt: session?.createdAt, now: now)
             guard try store.markForDeletion(user, callerSessionID: caller.sessionID, now: now) else { return nil }
-            logger.info("account deletion requested", ["userId": .string(caller.userID), "sessionId": .string(caller.sessionID)])
+            logger.info("account deletion requested", metadata: ["userId": .string(caller.userID), "sessionId": .string(caller.sessionID)])
             return ()
         }
         if interruptAfterMark {

@@ -1,4 +1,5 @@
 import CCurl
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,14 +56,15 @@ struct CurlLibrary: @unchecked Sendable {
 
 /// HTTP over the system libcurl. One easy handle is kept per client so that a resident Lambda
 /// process reuses its TCP/TLS connections between invocations; a lock makes it safe to share.
-public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
-    private let lock = Mutex()
-    private var handle: UnsafeMutableRawPointer?
+public final class CurlHTTPClient: HTTPClient, Sendable {
+    private let handle = Mutex<UnsafeMutableRawPointer?>(nil)
 
     public init() {}
 
     deinit {
-        if let handle, case .success(let curl) = CurlLibrary.shared { curl.easyCleanup(handle) }
+        handle.withLock { handle in
+            if let handle, case .success(let curl) = CurlLibrary.shared { curl.easyCleanup(handle) }
+        }
     }
 
     public func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse {
@@ -73,10 +75,16 @@ public final class CurlHTTPClient: HTTPClient, @unchecked Sendable {
         case .seconds(let seconds): timeout = seconds
         case .exhausted: throw .timeout
         }
-        lock.lock()
-        defer { lock.unlock() }
-        if handle == nil { handle = library.easyInit() }
-        guard let curl = handle else { throw .connection("curl_easy_init failed") }
+        return try handle.withLock { (handle) throws(HTTPClientError) -> HTTPResponse in
+            if handle == nil { handle = library.easyInit() }
+            guard let curl = handle else { throw .connection("curl_easy_init failed") }
+            return try perform(request, on: curl, library, timeout: timeout)
+        }
+    }
+
+    /// One transfer on the kept handle; the caller holds its lock.
+    private func perform(_ request: HTTPRequest, on curl: UnsafeMutableRawPointer, _ library: CurlLibrary,
+                         timeout: Double) throws(HTTPClientError) -> HTTPResponse {
         library.easyReset(curl)
         let setopt = library.easySetopt
 

@@ -1,3 +1,5 @@
+import Logging
+
 /// Who an ID token says the caller is, once every check has passed.
 public struct VerifiedIdentity: Sendable {
     public let provider: ProviderName
@@ -73,9 +75,9 @@ public final class IDTokenVerifier: Sendable {
     let providers: [ProviderName: ProviderState]
     let clockSkew: Int64
     let requireNonce: Bool
-    let clock: any Clock
+    let clock: any WallClock
 
-    public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any Clock, logger: Logger) {
+    public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any WallClock, logger: Logger) {
         var providers: [ProviderName: ProviderState] = [:]
         for name in ProviderName.allCases {
             let settings = configuration.provider(name)

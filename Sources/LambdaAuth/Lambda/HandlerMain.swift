@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Logging
 
 /// The whole life of a handler executable: configuration, then either the Lambda Runtime API loop
 /// (when `AWS_LAMBDA_RUNTIME_API` is set) or one event from a file / stdin to stdout.
@@ -11,7 +12,7 @@ public enum HandlerMain {
 
     public static func run(name: String, arguments: [String] = CommandLine.arguments, factory: @escaping Factory) -> Never {
         let environment = Environment.current()
-        let bootLogger = Logger(minimumLevel: LogLevel(name: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
+        let bootLogger = Logger.jsonLines(level: Logger.Level(contractName: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
         if let address = environment["AWS_LAMBDA_RUNTIME_API"] {
             exit(RuntimeLoop.run(name: name, address: address, environment: environment, factory: factory))
         }
@@ -19,7 +20,7 @@ public enum HandlerMain {
         do {
             eventBytes = try readEvent(arguments: arguments)
         } catch {
-            bootLogger.error("cannot read the event", ["reason": .string(String(describing: error))])
+            bootLogger.error("cannot read the event", metadata: ["reason": .string(String(describing: error))])
             let response = InvocationResponse(error: AuthError(.invalidRequest, "the event cannot be read: \(error)"))
             exit(emit(EventCodec.encode(response, kind: .direct)) ? 0 : 1)
         }
@@ -33,20 +34,20 @@ public enum HandlerMain {
     /// the response is out. A failure loses nothing (the log keeps every change) and is retried.
     static func runStoreMaintenance(logger: Logger) {
         for failure in StoreMaintenance.runDue() {
-            logger.warning("store maintenance failed; it is retried later", ["reason": .string(failure.description)])
+            logger.warning("store maintenance failed; it is retried later", metadata: ["reason": .string(failure.description)])
         }
     }
 
     /// One invocation end to end, as the stdin mode runs it: returns the response document.
     public static func invokeOnce(name: String, environment: [String: String], event: [UInt8], factory: Factory) -> JSONValue {
         let decoded = EventCodec.decode(event)
-        var logger = Logger(minimumLevel: LogLevel(name: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
+        var logger = Logger.jsonLines(level: Logger.Level(contractName: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
         let configuration: AuthConfiguration
         do {
             configuration = try AuthConfiguration.fromEnvironment(environment)
-            logger.minimumLevel = configuration.logLevel
+            logger.logLevel = configuration.logLevel
         } catch {
-            logger.error("invalid configuration", ["reason": .string(error.message)])
+            logger.error("invalid configuration", metadata: ["reason": .string(error.message)])
             return EventCodec.encode(InvocationResponse(error: error), kind: decoded.kind)
         }
         let requestID = SystemRandomSource().identifier(bits: 64)
@@ -104,14 +105,14 @@ public enum HandlerMain {
 
     /// An event that could not be decoded into a request.
     public static func refuse(_ error: AuthError, context: InvocationContext) -> InvocationResponse {
-        context.logger.info("request refused", ["code": .string(error.code.rawValue)])
+        context.logger.info("request refused", metadata: ["code": .string(error.code.rawValue)])
         return InvocationResponse(error: error)
     }
 
     static func errorResponse(_ authError: AuthError, context: InvocationContext) -> InvocationResponse {
-        var fields: [String: JSONValue] = ["code": .string(authError.code.rawValue)]
+        var fields: Logger.Metadata = ["code": .string(authError.code.rawValue)]
         if let detail = authError.detail { fields["detail"] = .string(detail) }
-        context.logger.log(authError.status >= 500 ? .error : .info, authError.message, fields)
+        context.logger.log(level: authError.status >= 500 ? .error : .info, "\(authError.message)", metadata: fields)
         return InvocationResponse(error: authError)
     }
 

@@ -1,3 +1,5 @@
+import Logging
+
 /// How the event reached us; decides the shape of the response (contract section 2).
 public enum EventKind: String, Sendable {
     case httpAPIv2

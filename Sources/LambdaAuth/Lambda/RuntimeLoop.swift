@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Logging
 
 /// The resident life of a handler under Lambda: configuration and handler are built once per
 /// process (so caches, keys and HTTP handles stay warm), then events are served one at a time
@@ -25,13 +26,13 @@ public struct RuntimeLoop: Sendable {
     /// status (always non-zero: a healthy loop never ends).
     public static func run(name: String, address: String, environment: [String: String],
                            factory: HandlerMain.Factory) -> Int32 {
-        var logger = Logger(minimumLevel: LogLevel(name: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
+        var logger = Logger.jsonLines(level: Logger.Level(contractName: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
         let client = RuntimeAPIClient(address: address, http: CurlHTTPClient())
         let configuration: AuthConfiguration
         let handler: any RequestHandler
         do {
             configuration = try AuthConfiguration.fromEnvironment(environment)
-            logger.minimumLevel = configuration.logLevel
+            logger.logLevel = configuration.logLevel
         } catch {
             return failInit(client: client, logger: logger, error: error, handlerName: name)
         }
@@ -40,14 +41,14 @@ public struct RuntimeLoop: Sendable {
         } catch {
             return failInit(client: client, logger: logger, error: AuthError.from(error), handlerName: name)
         }
-        logger.debug("runtime loop started", ["handler": .string(name)])
+        logger.debug("runtime loop started", metadata: ["handler": .string(name)])
         let loop = RuntimeLoop(client: client, handler: handler, configuration: configuration, logger: logger)
         do {
             while true {
                 try loop.serve(try client.next())
             }
         } catch {
-            logger.error("the runtime loop stops", ["reason": .string(error.description)])
+            logger.error("the runtime loop stops", metadata: ["reason": .string(error.description)])
             return 1
         }
     }
@@ -56,14 +57,14 @@ public struct RuntimeLoop: Sendable {
     /// variable (configuration errors never contain its value).
     static func failInit(client: RuntimeAPIClient, logger: Logger, error: AuthError, handlerName: String) -> Int32 {
         let type = error.code == .configError ? "Runtime.ConfigError" : "Runtime.InitError"
-        var fields: [String: JSONValue] = ["handler": .string(handlerName), "code": .string(error.code.rawValue),
+        var fields: Logger.Metadata = ["handler": .string(handlerName), "code": .string(error.code.rawValue),
                                            "reason": .string(error.message)]
         if let detail = error.detail { fields["detail"] = .string(detail) }
-        logger.error("initialisation failed", fields)
+        logger.error("initialisation failed", metadata: fields)
         do {
             try client.reportInitError(RuntimeAPIClient.ErrorReport(type: type, message: error.message))
         } catch {
-            logger.error("cannot report the initialisation error", ["reason": .string(error.description)])
+            logger.error("cannot report the initialisation error", metadata: ["reason": .string(error.description)])
         }
         return 1
     }
@@ -82,7 +83,7 @@ public struct RuntimeLoop: Sendable {
     func serveNow(_ invocation: RuntimeAPIClient.Invocation) throws(RuntimeAPIClient.Failure) {
         let logger = self.logger.with(requestID: invocation.requestID)
         exportTraceID(invocation.traceID)
-        logger.debug("invocation started", [
+        logger.debug("invocation started", metadata: [
             "traceId": getenv("_X_AMZN_TRACE_ID").map { .string(String(cString: $0)) } ?? .null,
             "deadlineMs": invocation.deadlineMilliseconds.map { .number($0) } ?? .null,
         ])
@@ -98,7 +99,7 @@ public struct RuntimeLoop: Sendable {
                 response = try HandlerMain.respond(to: request, context: context, testMode: configuration.testMode) { handler }
             } catch {
                 let typeName = String(describing: type(of: error.underlying))
-                logger.error("the handler failed unexpectedly", ["errorType": .string(typeName),
+                logger.error("the handler failed unexpectedly", metadata: ["errorType": .string(typeName),
                                                                  "detail": .string(String(describing: error.underlying))])
                 try report(invocation, RuntimeAPIClient.ErrorReport(
                     type: "Function.Unhandled", message: "the handler failed unexpectedly (\(typeName))"), logger: logger)
@@ -107,14 +108,14 @@ public struct RuntimeLoop: Sendable {
         }
         let body = EventCodec.encode(response, kind: decoded.kind).serializedBytes()
         guard body.count <= RuntimeAPIClient.maximumResponseBytes else {
-            logger.error("the response is over Lambda's 6 MB limit", ["bytes": .number(body.count)])
+            logger.error("the response is over Lambda's 6 MB limit", metadata: ["bytes": .number(body.count)])
             try report(invocation, RuntimeAPIClient.ErrorReport(
                 type: "Function.ResponseSizeTooLarge", message: "the response is larger than 6 MB"), logger: logger)
             return
         }
         let status = try client.respond(requestID: invocation.requestID, body: body)
         if status != 202 {
-            logger.warning("the Runtime API did not accept the response", ["status": .number(status)])
+            logger.warning("the Runtime API did not accept the response", metadata: ["status": .number(status)])
         }
     }
 
@@ -122,7 +123,7 @@ public struct RuntimeLoop: Sendable {
                 logger: Logger) throws(RuntimeAPIClient.Failure) {
         let status = try client.reportError(requestID: invocation.requestID, report)
         if status != 202 {
-            logger.warning("the Runtime API did not accept the error report", ["status": .number(status)])
+            logger.warning("the Runtime API did not accept the error report", metadata: ["status": .number(status)])
         }
     }
 

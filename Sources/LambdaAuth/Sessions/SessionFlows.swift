@@ -1,3 +1,5 @@
+import Logging
+
 enum SignOutScope: String, Sendable {
     /// The caller's session.
     case session
@@ -13,7 +15,7 @@ enum SignOutScope: String, Sendable {
 struct SignOutFlow: Sendable {
     let tokens: any TokenIssuing
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func signOut(accessToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Int {
@@ -50,7 +52,7 @@ struct SignOutFlow: Sendable {
             let now = clock.nowSeconds
             guard try store.revokeSessions(userID: userID, targets, gate: AccountStore.activeSessionsGate(user, removing: targets),
                                            now: now) else { return nil }
-            logger.info("signed out", ["userId": .string(userID), "sessionId": .string(sessionID), "scope": .string(scope.rawValue),
+            logger.info("signed out", metadata: ["userId": .string(userID), "sessionId": .string(sessionID), "scope": .string(scope.rawValue),
                                        "revokedSessions": .number(Int64(targets.count))])
             return targets.count
         }
@@ -68,7 +70,7 @@ struct SessionSummary: Sendable {
 struct SessionsFlow: Sendable {
     let callerCheck: CallerCheck
     let store: AccountStore
-    let clock: any Clock
+    let clock: any WallClock
     let retry: OptimisticRetry
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
@@ -92,7 +94,7 @@ struct SessionsFlow: Sendable {
             }
             guard try store.revokeSessions(userID: caller.userID, [sessionID], gate: AccountStore.activeSessionsGate(user, removing: [sessionID]),
                                            now: clock.nowSeconds) else { return nil }
-            logger.info("session revoked", ["userId": .string(caller.userID), "sessionId": .string(sessionID)])
+            logger.info("session revoked", metadata: ["userId": .string(caller.userID), "sessionId": .string(sessionID)])
             return 1
         }
     }

@@ -5,17 +5,18 @@ import Darwin
 #endif
 
 /// The source of "now". Injected everywhere so that replays and tests can fix the clock
-/// (`AUTH_TEST_MODE=1` + `AUTH_NOW`) and nothing reads the wall clock behind their back.
-public protocol Clock: Sendable {
+/// (`AUTH_TEST_MODE=1` + `AUTH_NOW`) and nothing reads the wall clock behind their back. Not the
+/// standard library's `Clock` (instants and durations for measuring and sleeping), hence the name.
+public protocol WallClock: Sendable {
     /// Seconds since the Unix epoch, with sub-second precision.
     func now() -> Double
 }
 
-extension Clock {
+extension WallClock {
     public var nowSeconds: Int64 { Int64(now().rounded(.down)) }
 }
 
-public struct SystemClock: Clock {
+public struct SystemClock: WallClock {
     public init() {}
     public func now() -> Double {
         var spec = timespec()
@@ -24,7 +25,7 @@ public struct SystemClock: Clock {
     }
 }
 
-public struct FixedClock: Clock {
+public struct FixedClock: WallClock {
     public let instant: Double
     public init(_ instant: Double) { self.instant = instant }
     public func now() -> Double { instant }

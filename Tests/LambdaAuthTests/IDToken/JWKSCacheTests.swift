@@ -1,6 +1,7 @@
 import LambdaAuth
 import LambdaAuthTooling
 import LambdaAuthTestSupport
+import Logging
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -196,7 +197,7 @@ final class JWKSCacheTests {
             BackgroundThread.detach {
                 var failures = 0
                 for _ in 0..<10 where (try? verifier.verify(token, provider: .google, nonce: nil)) == nil { failures += 1 }
-                results.logger.info("done", ["failures": .number(failures)])
+                results.logger.info("done", metadata: ["failures": .number(failures)])
             }
         }
         let deadline = monotonicSeconds() + 20

@@ -1,5 +1,7 @@
 import LambdaAuth
 import LambdaAuthTestSupport
+import Logging
+import Synchronization
 import Testing
 
 /// The loop's answer to each kind of handler outcome, in process, with handlers that today's
@@ -14,7 +16,7 @@ import Testing
     /// Behaves as the request's `mode` says.
     struct ScriptedHandler: RequestHandler {
         func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
-            context.logger.info("handling", ["mode": request.body["mode"] ?? .null])
+            context.logger.info("handling", metadata: ["mode": request.body["mode"]?.stringValue.map { .string($0) } ?? .null])
             switch request.body["mode"]?.stringValue {
             case "huge": return InvocationResponse(body: ["blob": .string(String(repeating: "x", count: 7 << 20))])
             case "store": throw StoreDown()
@@ -24,11 +26,10 @@ import Testing
         }
     }
 
-    final class Lines: @unchecked Sendable {
-        private let lock = Mutex()
-        private var lines: [String] = []
-        func append(_ line: String) { lock.withLock { lines.append(line) } }
-        var all: [JSONValue] { lock.withLock { lines.compactMap { try? JSONValue.parse($0) } } }
+    final class Lines: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [JSONValue] { lines.withLock { $0 }.compactMap { try? JSONValue.parse($0) } }
     }
 
     @Test func eachOutcomeIsPostedWhereLambdaExpectsItAndTheLoopGoesOn() throws {
@@ -37,7 +38,7 @@ import Testing
         let lines = Lines()
         let client = RuntimeAPIClient(address: peer.address, http: CurlHTTPClient())
         let loop = RuntimeLoop(client: client, handler: ScriptedHandler(), configuration: try AuthConfiguration.fromEnvironment([:]),
-                               logger: Logger(sink: { lines.append($0) }))
+                               logger: Logger.jsonLines(sink: { lines.append($0) }))
         let modes = ["huge", "store", "bug", "fine"]
         for mode in modes {
             peer.enqueue(RuntimeAPIPeer.Event(requestID: "id-\(mode)", body: Array(#"{"mode":"\#(mode)"}"#.utf8)))

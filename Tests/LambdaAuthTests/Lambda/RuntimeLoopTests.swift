@@ -1,6 +1,7 @@
 import LambdaAuth
 import LambdaAuthTooling
 import LambdaAuthTestSupport
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -277,29 +278,27 @@ import Glibc
     }
 }
 
-final class SleepRecorder: @unchecked Sendable {
-    private let lock = Mutex()
-    private var recorded: [Double] = []
-    func record(_ seconds: Double) { lock.withLock { recorded.append(seconds) } }
-    var delays: [Double] { lock.withLock { recorded } }
+final class SleepRecorder: Sendable {
+    private let recorded = Mutex<[Double]>([])
+    func record(_ seconds: Double) { recorded.withLock { $0.append(seconds) } }
+    var delays: [Double] { recorded.withLock { $0 } }
 }
 
 /// A running process whose output is collected on its own thread, so that a resident runtime's
 /// logs never fill a pipe while the test drives it.
-final class BackgroundProcess: @unchecked Sendable {
+final class BackgroundProcess: Sendable {
     private let process: RunningProcess
-    private let lock = Mutex()
-    private var finished: ProcessRunner.Output?
+    private let finished = Mutex<ProcessRunner.Output?>(nil)
 
     init(_ process: RunningProcess) {
         self.process = process
         BackgroundThread.detach { [self] in
             let output = process.finish()
-            lock.withLock { finished = output }
+            finished.withLock { $0 = output }
         }
     }
 
-    var output: ProcessRunner.Output? { lock.withLock { finished } }
+    var output: ProcessRunner.Output? { finished.withLock { $0 } }
 
     func kill(_ signal: Int32) { process.kill(signal) }
 

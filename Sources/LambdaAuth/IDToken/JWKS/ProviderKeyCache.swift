@@ -1,3 +1,6 @@
+import Logging
+import Synchronization
+
 /// One provider's verification keys: parsed once and kept in memory for a resident process,
 /// mirrored on disk (for HTTP sources) so that the next process starts warm.
 ///
@@ -14,7 +17,7 @@
 ///
 /// The lock is held across a fetch: concurrent verifications of a cold or stale provider wait for
 /// one fetch instead of each starting their own.
-final class ProviderKeyCache: @unchecked Sendable {
+final class ProviderKeyCache: Sendable {
     static let defaultLifetime: Int64 = 3600
     static let lifetimeRange: ClosedRange<Int64> = 60...86_400
     static let refetchCooldown = 30.0
@@ -23,16 +26,19 @@ final class ProviderKeyCache: @unchecked Sendable {
     let algorithm: JWSAlgorithm
     let source: any JWKSSource
     let disk: DiskJWKSCache?
-    let clock: any Clock
+    let clock: any WallClock
     let logger: Logger
 
-    private let lock = Mutex()
-    private var record: JWKSCacheRecord?
-    private var keys: JSONWebKeySet?
-    private var lastAttempt = -Double.infinity
+    private struct State {
+        var record: JWKSCacheRecord?
+        var keys: JSONWebKeySet?
+        var lastAttempt = -Double.infinity
+    }
+
+    private let state = Mutex(State())
 
     init(provider: ProviderName, algorithm: JWSAlgorithm = .rs256, source: any JWKSSource, cacheDirectory: String?,
-         clock: any Clock, logger: Logger) {
+         clock: any WallClock, logger: Logger) {
         self.provider = provider
         self.algorithm = algorithm
         self.source = source
@@ -51,55 +57,55 @@ final class ProviderKeyCache: @unchecked Sendable {
 
     /// The key named `keyID`, fetching as the policy above allows.
     func key(id keyID: String) throws(AuthError) -> JSONWebKey {
-        lock.lock()
-        defer { lock.unlock() }
-        let now = clock.now()
-        if isFresh(now), let key = keys?.key(id: keyID) { return key }
+        try state.withLock { (state) throws(AuthError) -> JSONWebKey in
+            let now = clock.now()
+            if isFresh(state, now), let key = state.keys?.key(id: keyID) { return key }
 
-        // Slow path: no keys, stale keys or an unknown kid. Another process may have fetched
-        // meanwhile; its file is cheaper than a fetch.
-        adoptDiskRecord(now: now)
-        if isFresh(now), let key = keys?.key(id: keyID) { return key }
+            // Slow path: no keys, stale keys or an unknown kid. Another process may have fetched
+            // meanwhile; its file is cheaper than a fetch.
+            adoptDiskRecord(&state, now: now)
+            if isFresh(state, now), let key = state.keys?.key(id: keyID) { return key }
 
-        var fetchFailed = false
-        if keys == nil || cooldownOver(now) {
-            fetchFailed = !fetch(now: now)
+            var fetchFailed = false
+            if state.keys == nil || cooldownOver(state, now) {
+                fetchFailed = !fetch(&state, now: now)
+            }
+            if let key = state.keys?.key(id: keyID) { return key }
+            if state.keys == nil || fetchFailed {
+                throw AuthError(.jwksUnavailable, "the \(provider.rawValue) signing keys cannot be fetched right now")
+            }
+            throw AuthError(.unknownKeyID, "the token's kid is not among the \(provider.rawValue) signing keys")
         }
-        if let key = keys?.key(id: keyID) { return key }
-        if keys == nil || fetchFailed {
-            throw AuthError(.jwksUnavailable, "the \(provider.rawValue) signing keys cannot be fetched right now")
-        }
-        throw AuthError(.unknownKeyID, "the token's kid is not among the \(provider.rawValue) signing keys")
     }
 
-    private func isFresh(_ now: Double) -> Bool {
-        guard let record else { return false }
+    private func isFresh(_ state: State, _ now: Double) -> Bool {
+        guard let record = state.record else { return false }
         return now - record.fetchedAt < Double(record.lifetime)
     }
 
-    private func cooldownOver(_ now: Double) -> Bool {
-        now - lastAttempt >= ProviderKeyCache.refetchCooldown
+    private func cooldownOver(_ state: State, _ now: Double) -> Bool {
+        now - state.lastAttempt >= ProviderKeyCache.refetchCooldown
     }
 
-    private func adoptDiskRecord(now: Double) {
+    private func adoptDiskRecord(_ state: inout State, now: Double) {
         guard let disk else { return }
         do {
             guard let (stored, storedKeys) = try disk.load(now: now, algorithm: algorithm) else { return }
-            lastAttempt = max(lastAttempt, stored.lastAttempt)
-            if stored.fetchedAt > (record?.fetchedAt ?? -Double.infinity) {
-                record = stored
-                keys = storedKeys
+            state.lastAttempt = max(state.lastAttempt, stored.lastAttempt)
+            if stored.fetchedAt > (state.record?.fetchedAt ?? -Double.infinity) {
+                state.record = stored
+                state.keys = storedKeys
             }
         } catch {
-            logger.warning("ignoring the JWKS cache file", ["provider": .string(provider.rawValue),
+            logger.warning("ignoring the JWKS cache file", metadata: ["provider": .string(provider.rawValue),
                                                             "path": .string(disk.path), "reason": .string(error.description)])
         }
     }
 
     /// One fetch; true when it produced a usable key set. Either way the attempt is recorded.
-    private func fetch(now: Double) -> Bool {
-        lastAttempt = now
-        defer { persist() }
+    private func fetch(_ state: inout State, now: Double) -> Bool {
+        state.lastAttempt = now
+        defer { persist(&state) }
         let fetched: JWKSFetch
         let document: JSONValue
         let parsed: JSONWebKeySet
@@ -108,28 +114,29 @@ final class ProviderKeyCache: @unchecked Sendable {
             document = try JSONValue.parse(fetched.document)
             parsed = try JSONWebKeySet(document, algorithm: algorithm)
         } catch {
-            logger.warning("JWKS fetch failed", ["provider": .string(provider.rawValue), "location": .string(source.location),
+            logger.warning("JWKS fetch failed", metadata: ["provider": .string(provider.rawValue), "location": .string(source.location),
                                                  "reason": .string(String(describing: error)),
-                                                 "servingCachedKeys": .bool(keys != nil)])
+                                                 "servingCachedKeys": .bool(state.keys != nil)])
             return false
         }
-        record = JWKSCacheRecord(document: document, fetchedAt: now, lifetime: ProviderKeyCache.lifetime(maxAge: fetched.maxAge),
-                                 lastAttempt: now)
-        keys = parsed
-        logger.info("JWKS fetched", ["provider": .string(provider.rawValue), "keys": .number(parsed.keys.count),
+        let record = JWKSCacheRecord(document: document, fetchedAt: now,
+                                     lifetime: ProviderKeyCache.lifetime(maxAge: fetched.maxAge), lastAttempt: now)
+        state.record = record
+        state.keys = parsed
+        logger.info("JWKS fetched", metadata: ["provider": .string(provider.rawValue), "keys": .number(parsed.keys.count),
                                      "ignoredKeys": .number(parsed.ignoredCount),
-                                     "lifetimeSeconds": .number(record?.lifetime ?? 0)])
+                                     "lifetimeSeconds": .number(record.lifetime)])
         return true
     }
 
-    private func persist() {
-        guard let disk, var record else { return }
-        record.lastAttempt = lastAttempt
-        self.record = record
+    private func persist(_ state: inout State) {
+        guard let disk, var record = state.record else { return }
+        record.lastAttempt = state.lastAttempt
+        state.record = record
         do {
             try disk.store(record)
         } catch {
-            logger.warning("cannot write the JWKS cache file", ["path": .string(disk.path), "reason": .string(error.description)])
+            logger.warning("cannot write the JWKS cache file", metadata: ["path": .string(disk.path), "reason": .string(error.description)])
         }
     }
 }

@@ -28,7 +28,7 @@ public struct DynamoDBClient: Sendable {
     let jsonClient: AWSJSONClient
 
     public init(endpoint: String, region: String, credentials: AWSCredentials, http: any HTTPClient,
-                signingClock: any Clock = SystemClock(), random: any RandomSource = SystemRandomSource(),
+                signingClock: any WallClock = SystemClock(), random: any RandomSource = SystemRandomSource(),
                 sleeper: any Sleeper = SystemSleeper(), retryPolicy: RetryPolicy = .aws) {
         jsonClient = AWSJSONClient(service: DynamoDBClient.service, endpoint: endpoint, region: region, credentials: credentials,
                                    http: http, signingClock: signingClock, random: random, sleeper: sleeper, retryPolicy: retryPolicy)

@@ -12,13 +12,13 @@ public struct DynamoDBTable: Table {
     public let tableName: String
     public let client: DynamoDBClient
     /// The product clock (fixed in replays), used only to hide expired items.
-    let clock: any Clock
+    let clock: any WallClock
 
     /// One HTTP client per process: a resident Lambda process reuses its connection to DynamoDB
     /// across invocations even when the table value is rebuilt for each one.
     static let sharedHTTPClient = CurlHTTPClient()
 
-    public init(tableName: String, client: DynamoDBClient, clock: any Clock) {
+    public init(tableName: String, client: DynamoDBClient, clock: any WallClock) {
         self.tableName = tableName
         self.client = client
         self.clock = clock
@@ -26,7 +26,7 @@ public struct DynamoDBTable: Table {
 
     /// The table `AUTH_STORE=dynamodb:TABLE` names, at `AUTH_DYNAMODB_ENDPOINT` or AWS's regional
     /// endpoint, signed with the `AWS_*` credentials.
-    public init(configuration: AuthConfiguration, clock: any Clock, random: any RandomSource = SystemRandomSource(),
+    public init(configuration: AuthConfiguration, clock: any WallClock, random: any RandomSource = SystemRandomSource(),
                 sleeper: any Sleeper = SystemSleeper(), http: (any HTTPClient)? = nil) throws(AuthError) {
         guard case .dynamoDB(let table) = configuration.store else {
             throw AuthError(.configError, "AUTH_STORE must be dynamodb:TABLE for the DynamoDB client")

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 @_silgen_name("syncfs") private func syncFileSystem(_ descriptor: Int32) -> Int32
 
@@ -36,7 +37,7 @@ import Glibc
 ///   stays bounded in a process that never runs maintenance (authctl, tests, a killed handler).
 /// - Reads never create or change a file (not even LOCK); a process keeps the part of the log it
 ///   has parsed and reads only the new tail next time, so opening the store costs nothing.
-public final class LocalTable: Table, @unchecked Sendable {
+public final class LocalTable: Table, Sendable {
     static let checkpointThreshold = 48 * 1024
     /// Past `checkpointThreshold` times this, a write checkpoints inline.
     static let inlineCheckpointFactor = 4
@@ -44,22 +45,22 @@ public final class LocalTable: Table, @unchecked Sendable {
     static let maximumItemSize = 400 * 1024
 
     public let directory: String
-    private let clock: any Clock
+    private let clock: any WallClock
     private let layout: StoreLayout
-    /// flock is per open file, so threads of one process serialise here first.
-    private let mutex = Mutex()
-    private var cachedLog: WriteAheadLog.State?
+    /// The part of the log this process has parsed. flock is per open file, so threads of one
+    /// process serialise on this lock first.
+    private let cachedLog = Mutex<WriteAheadLog.State?>(nil)
 
     private let checkpointThreshold: Int
     private let dueStores: DueStores
 
-    public convenience init(directory: String, clock: any Clock) {
+    public convenience init(directory: String, clock: any WallClock) {
         self.init(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold)
     }
 
     /// Tests use a small threshold so that checkpoints happen in the middle of everything, and
     /// their own `dueStores` to see which maintenance a write asked for.
-    init(directory: String, clock: any Clock, checkpointThreshold: Int, dueStores: DueStores = .shared) {
+    init(directory: String, clock: any WallClock, checkpointThreshold: Int, dueStores: DueStores = .shared) {
         self.directory = directory
         self.clock = clock
         self.checkpointThreshold = checkpointThreshold
@@ -285,8 +286,10 @@ public final class LocalTable: Table, @unchecked Sendable {
     /// (another process may have done it since). Returns whether it checkpointed.
     @discardableResult
     public func checkpointIfDue() throws(TableError) -> Bool {
-        mutex.lock()
-        defer { mutex.unlock() }
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog) }
+    }
+
+    private func checkpointIfDue(_ cachedLog: inout WriteAheadLog.State?) throws(TableError) -> Bool {
         guard let lock = try StoreLock.acquire(layout, exclusive: true, creating: false) else { return false }
         defer { lock.release() }
         let descriptor = open(layout.walPath, O_RDWR | O_CLOEXEC)
@@ -317,9 +320,12 @@ public final class LocalTable: Table, @unchecked Sendable {
         mutating func stage(_ key: TableKey, _ item: Item?) { changes.append((key, item)) }
     }
 
-    private func read<T>(_ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
-        mutex.lock()
-        defer { mutex.unlock() }
+    private func read<T: Sendable>(_ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in try read(&cachedLog, body) }
+    }
+
+    private func read<T>(_ cachedLog: inout WriteAheadLog.State?,
+                         _ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
         let now = clock.now()
         guard let lock = try StoreLock.acquire(layout, exclusive: false) else {
             return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
@@ -338,10 +344,15 @@ public final class LocalTable: Table, @unchecked Sendable {
         return try body(StoreReader(layout: layout, overlay: log.overlay, now: now))
     }
 
-    private func write<T>(forceCheckpoint: Bool = false,
+    private func write<T: Sendable>(forceCheckpoint: Bool = false,
+                                    _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in
+            try write(&cachedLog, forceCheckpoint: forceCheckpoint, body)
+        }
+    }
+
+    private func write<T>(_ cachedLog: inout WriteAheadLog.State?, forceCheckpoint: Bool,
                           _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
-        mutex.lock()
-        defer { mutex.unlock() }
         let now = clock.now()
         let lock = try StoreLock.acquire(layout, exclusive: true)!
         defer { lock.release() }

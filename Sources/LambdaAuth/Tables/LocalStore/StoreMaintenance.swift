@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Work the local store leaves for a moment when nobody waits: the checkpoints that this
 /// process's writes made due (see LocalTable, "When"). A handler calls `runDue` once its
 /// response is out; a process that never does still keeps its log bounded, as a writer
@@ -16,19 +18,18 @@ public enum StoreMaintenance {
 /// and its table, are gone by the time the response is written, and a process that opens a
 /// table per request and never runs maintenance must not keep them all alive. Only writes mark
 /// a store, so a process that only read never rewrites a file.
-final class DueStores: @unchecked Sendable {
+final class DueStores: Sendable {
     static let shared = DueStores()
-    private let lock = Mutex()
-    private var stores: [String: (clock: any Clock, checkpointThreshold: Int)] = [:]
+    private let stores = Mutex<[String: (clock: any WallClock, checkpointThreshold: Int)]>([:])
 
-    func add(directory: String, clock: any Clock, checkpointThreshold: Int) {
-        lock.withLock { stores[directory] = (clock, checkpointThreshold) }
+    func add(directory: String, clock: any WallClock, checkpointThreshold: Int) {
+        stores.withLock { $0[directory] = (clock, checkpointThreshold) }
     }
 
-    var count: Int { lock.withLock { stores.count } }
+    var count: Int { stores.withLock { $0.count } }
 
     func runDue() -> [TableError] {
-        let due = lock.withLock {
+        let due = stores.withLock { stores in
             defer { stores.removeAll() }
             return stores
         }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// What one operation sees of the store: the checkpointed partition files with the write-ahead
 /// log's changes laid over them, at one instant `now` (for ttl). Only ever reads.
@@ -236,21 +237,20 @@ struct KeyedPartition {
 /// Parsed partition files, so that one operation touching a partition several times (a refresh:
 /// the index look-up, the user, the transaction's conditions) and a resident process's next
 /// invocations parse it once. Bounded: past the limit the cache starts over.
-final class PartitionCache: @unchecked Sendable {
+final class PartitionCache: Sendable {
     static let shared = PartitionCache()
     static let limit = 512
-    private let lock = Mutex()
-    private var entries: [String: (identity: FileIdentity, partition: KeyedPartition)] = [:]
+    private let entries = Mutex<[String: (identity: FileIdentity, partition: KeyedPartition)]>([:])
 
     func partition(_ path: String, _ identity: FileIdentity) -> KeyedPartition? {
-        lock.withLock {
+        entries.withLock { entries in
             guard let entry = entries[path], entry.identity == identity else { return nil }
             return entry.partition
         }
     }
 
     func store(_ path: String, _ identity: FileIdentity, _ partition: KeyedPartition) {
-        lock.withLock {
+        entries.withLock { entries in
             if entries.count >= PartitionCache.limit { entries.removeAll(keepingCapacity: true) }
             entries[path] = (identity, partition)
         }
