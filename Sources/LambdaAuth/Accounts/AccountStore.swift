@@ -66,6 +66,14 @@ struct AccountStore: Sendable {
         return record
     }
 
+    /// Every refresh token item of a user, in one query of its partition.
+    func refreshTokens(of userID: String) throws(AuthError) -> [RefreshTokenRecord] {
+        try table.queryAll(QueryRequest(
+            keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
+            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.refreshTokenPrefix)])))
+            .compactMap(RefreshTokenRecord.init(item:))
+    }
+
     func refreshToken(at key: TableKey) throws(AuthError) -> RefreshTokenRecord? {
         try table.read(key).flatMap(RefreshTokenRecord.init(item:))
     }
@@ -111,11 +119,7 @@ struct AccountStore: Sendable {
     func revokeSessions(userID: String, _ sessionIDs: [String], gate: TransactWriteAction?, now: Int64) throws(AuthError) -> Bool {
         guard !sessionIDs.isEmpty || gate != nil else { return true }
         let families = Set(sessionIDs)
-        let tokens = try table.queryAll(QueryRequest(
-            keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
-            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.refreshTokenPrefix)])))
-            .compactMap(RefreshTokenRecord.init(item:))
-            .filter { families.contains($0.familyID) && $0.status != .revoked }
+        let tokens = try refreshTokens(of: userID).filter { families.contains($0.familyID) && $0.status != .revoked }
         // Conditional on existing, so that bookkeeping racing an account deletion never
         // recreates an item the deletion removed.
         var actions = gate.map { [$0] } ?? []

@@ -35,12 +35,14 @@ public final class AuthServices: Sendable {
 
     var signIn: SignInFlow {
         SignInFlow(verifier: verifier, tokens: tokens, store: store, clock: clock, random: random, retry: retry,
-                   deletion: AccountDeletion(store: store), emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions)
+                   deletion: deletion, emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions)
     }
 
     var refresh: RefreshFlow {
         RefreshFlow(tokens: tokens, store: store, clock: clock, random: random, retry: retry, refreshGrace: configuration.refreshGrace)
     }
+
+    var deletion: AccountDeletion { AccountDeletion(store: store, retry: retry) }
 
     var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }
 
@@ -55,7 +57,7 @@ public final class AuthServices: Sendable {
     var deleteAccount: DeleteAccountFlow {
         DeleteAccountFlow(callerCheck: callerCheck,
                           reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow),
-                          store: store, deletion: AccountDeletion(store: store), clock: clock, retry: retry)
+                          store: store, deletion: deletion, clock: clock, retry: retry)
     }
 
     /// What an operator needs to see of a user (`authctl users show`): the `user` object of the
@@ -73,9 +75,7 @@ public final class AuthServices: Sendable {
              "status": .string(user.profile.activeSessions[session.sessionID] != nil ? session.status.rawValue : SessionStatus.revoked.rawValue)]
         }
         var tokens: [String: Int64] = [:]
-        for key in try store.deletableItems(of: userID) where key.sk.hasPrefix(Keys.refreshTokenPrefix) {
-            if let record = try store.refreshToken(at: key) { tokens[record.status.rawValue, default: 0] += 1 }
-        }
+        for record in try store.refreshTokens(of: userID) { tokens[record.status.rawValue, default: 0] += 1 }
         return ["user": user.json, "sessions": .array(sessions), "refreshTokens": .object(tokens.mapValues { .number($0) }),
                 "deletionRequestedAt": user.profile.deletionRequestedAt.map { .string(Timestamps.format($0)) } ?? .null]
     }
@@ -90,7 +90,7 @@ public final class AuthServices: Sendable {
         }
         let leftovers = try store.deletableItems(of: userID)
         guard marked || !leftovers.isEmpty else { return false }
-        try AccountDeletion(store: store).finish(userID: userID, logger: logger)
+        try deletion.finish(userID: userID, logger: logger)
         return true
     }
 

@@ -47,6 +47,12 @@ struct UserProfile: Sendable {
     /// request meets it next (delete-account again, a sign-in) finishes the deletion.
     var deletionRequestedAt: Int64?
 
+    /// Whether a token of `sessionID` may still act for this user: the session is active and no
+    /// deletion is under way.
+    func admits(session sessionID: String) -> Bool {
+        deletionRequestedAt == nil && activeSessions[sessionID] != nil
+    }
+
     init(userID: String, email: String?, emailVerified: Bool, displayName: String?, pictureURL: String?, now: Int64) {
         self.userID = userID
         self.email = email

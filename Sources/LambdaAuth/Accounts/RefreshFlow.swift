@@ -24,10 +24,12 @@ struct RefreshFlow: Sendable {
     let refreshGrace: Int64
 
     func refresh(_ presented: String, logger: Logger) throws(AuthError) -> RefreshResult {
-        var record = try lookUp(presented)
+        var record = try store.refreshToken(presented: presented)
         var copy = record.user
+        // The session's start does not change; tokens written before they carried it read it once.
+        let sessionCreatedAt = try sessionCreationTime(record)
         let refresh = RefreshTokenCredential(userID: record.userID, random: random)
-        let (user, sessionCreatedAt) = try retry.run("refresh") { () throws(AuthError) -> (UserSnapshot, Int64)? in
+        let user = try retry.run("refresh") { () throws(AuthError) -> UserSnapshot? in
             let now = clock.nowSeconds
             if record.status == .revoked {
                 throw AuthError(.refreshTokenRevoked, "the refresh token was revoked")
@@ -41,13 +43,12 @@ struct RefreshFlow: Sendable {
             }
             if copy == nil { copy = try currentUser(of: record) }
             guard let snapshot = copy else { throw revoked(record, now: now, logger: logger) }
-            let sessionCreatedAt = try sessionCreationTime(record)
             let next = store.newRefreshToken(refresh, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
             switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, now: now) {
             case .rotated:
                 logger.info("refreshed", metadata: ["userId": .string(record.userID), "sessionId": .string(record.familyID),
                                           "grace": .bool(record.status == .used)])
-                return (snapshot, sessionCreatedAt)
+                return snapshot
             case .sessionRevoked:
                 throw revoked(record, now: now, logger: logger)
             case .lostRace(let userChanged, let tokenRotated):
@@ -68,15 +69,10 @@ struct RefreshFlow: Sendable {
         return RefreshResult(user: user.json, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, tokens: issued)
     }
 
-    func lookUp(_ token: String) throws(AuthError) -> RefreshTokenRecord {
-        try store.refreshToken(presented: token)
-    }
-
     /// The user as the profile shows it now, or nil when the token's session is no longer one of
     /// its active sessions (or the user is gone).
     func currentUser(of record: RefreshTokenRecord) throws(AuthError) -> UserSnapshot? {
-        guard let user = try store.user(record.userID), user.profile.deletionRequestedAt == nil,
-              user.profile.activeSessions[record.familyID] != nil else { return nil }
+        guard let user = try store.user(record.userID), user.profile.admits(session: record.familyID) else { return nil }
         return UserSnapshot(user)
     }
 

@@ -12,14 +12,15 @@ import Logging
 /// step is idempotent); a crash never leaves a link or email claim pointing at a missing user.
 struct AccountDeletion: Sendable {
     let store: AccountStore
+    let retry: OptimisticRetry
 
     /// Steps (2) and (3) for a user whose profile is marked, or whose profile is already gone
     /// (then only leftovers of its partition remain, which no link points at).
     func finish(userID: String, logger: Logger) throws(AuthError) {
-        for _ in 0..<3 {
+        try retry.run("deletion") { () throws(AuthError) -> Void? in
             guard let user = try store.user(userID) else {
                 try store.delete(try store.deletableItems(of: userID))
-                return
+                return ()
             }
             guard user.profile.deletionRequestedAt != nil else {
                 throw AuthError(.internal, "internal error", detail: "finishing the deletion of a user that is not marked")
@@ -29,10 +30,10 @@ struct AccountDeletion: Sendable {
             let claims = try store.emailClaims(of: user)
             if try store.deleteProfileAndLinks(user, emailClaims: claims) {
                 logger.info("account deleted", metadata: ["userId": .string(userID), "items": .number(Int64(items.count + 1 + 2 * user.identities.count + claims.count))])
-                return
+                return ()
             }
+            return nil  // someone else finished or changed it meanwhile: read again
         }
-        throw AuthError(.storeUnavailable, "the user store is too contended; try again", detail: "deletion gave up")
     }
 }
 

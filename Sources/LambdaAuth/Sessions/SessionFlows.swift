@@ -37,8 +37,7 @@ struct SignOutFlow: Sendable {
 
     private func signOut(userID: String, sessionID: String, scope: SignOutScope, logger: Logger, inactive: AuthError) throws(AuthError) -> Int {
         try retry.run("sign-out") { () throws(AuthError) -> Int? in
-            guard let user = try store.user(userID), user.profile.deletionRequestedAt == nil,
-                  user.profile.activeSessions[sessionID] != nil else {
+            guard let user = try store.user(userID), user.profile.admits(session: sessionID) else {
                 if scope == .session { return 0 }
                 throw inactive
             }
