@@ -86,7 +86,7 @@ public struct AWSJSONClient: Sendable {
             case .failure(let error):
                 throw error
             case .retryable(let reason):
-                guard retry < retryPolicy.maximumRetries else {
+                guard retry < retryPolicy.maximumRetries, InvocationDeadline.hasTimeLeft(now: signingClock.now()) else {
                     throw .exhausted("\(service.displayName) \(operation) failed after \(retry + 1) attempts: \(reason)")
                 }
                 sleeper.sleep(seconds: retryPolicy.delay(beforeRetry: retry, random: random))

@@ -26,6 +26,10 @@ public enum InvocationDeadline {
         return .seconds(timeout > 0 ? min(timeout, left) : left)
     }
 
+    /// False once the current invocation has no time left for another request: retry loops stop
+    /// there instead of waiting out their backoff past the deadline.
+    static func hasTimeLeft(now: Double) -> Bool { cap(0, now: now) != .exhausted }
+
     /// Runs `body` with `deadlineMilliseconds` (the Runtime API's `Lambda-Runtime-Deadline-Ms`) as
     /// the current deadline.
     public static func withDeadline<Result>(milliseconds deadlineMilliseconds: Int64?, _ body: () throws -> Result) rethrows -> Result {

@@ -160,7 +160,9 @@ import Testing
         let ssm = AWSJSONClient(service: Self.ssm, endpoint: moto.endpoint, region: MotoServer.region,
                                 credentials: MotoServer.credentials, http: CurlHTTPClient(), sleeper: NoSleeper())
         let parameter = "/lambda-auth-test/\(suffix)"
-        _ = try ssm.call("PutParameter", ["Name": .string(parameter), "Value": .string(document.serialized()), "Type": "SecureString"])
+        // Overwrite: a PutParameter retried after a timeout on a busy machine must not fail as a duplicate.
+        _ = try ssm.call("PutParameter", ["Name": .string(parameter), "Value": .string(document.serialized()), "Type": "SecureString",
+                                          "Overwrite": true])
         let read = try ssm.call("GetParameter", ["Name": .string(parameter), "WithDecryption": true])
         #expect(read["Parameter"]?["Value"] == .string(document.serialized()))
         let absent = Self.refusal { () throws(AWSCallError) -> JSONValue in try ssm.call("GetParameter", ["Name": .string(parameter + "-missing")]) }

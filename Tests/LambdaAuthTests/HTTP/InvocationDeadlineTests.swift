@@ -48,6 +48,25 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// A client that always times out, as every request does once the invocation has no time left.
+    struct TimingOut: HTTPClient {
+        func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse { throw .timeout }
+    }
+
+    @Test func retriesStopWhenTheInvocationHasNoTimeLeft() {
+        let sleeper = RecordingSleeper()
+        let client = DynamoDBClient(endpoint: "http://127.0.0.1:9", region: "us-east-1",
+                                    credentials: AWSCredentials(accessKeyID: "AKIDDEADLINE", secretAccessKey: "secret"),
+                                    http: TimingOut(), random: RepeatingRandomSource(byte: 0xFF), sleeper: sleeper)
+        let table = DynamoDBTable(tableName: "t", client: client, clock: FixedClock(1_800_000_000))
+        let past = Int64(SystemClock().now() * 1000) - 1
+        InvocationDeadline.withDeadline(milliseconds: past) {
+            #expect(throws: TableError.self) { try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) }
+        }
+        #expect(client.requestCount == 1, "no retry after the deadline")
+        #expect(sleeper.delays.isEmpty, "no backoff past the deadline")
+    }
+
     @Test func aMissingLibcurlIsNamed() {
         guard case .failure(.libraryUnavailable(let reason)) = CurlLibrary.load(name: "libcurl-that-is-not-installed.so.4") else {
             Issue.record("loading a missing library should fail")
