@@ -116,7 +116,11 @@ public struct DynamoDBTable: Table {
                 return ["ConditionCheck": .object(body)]
             }
         }
-        _ = try client.call("TransactWriteItems", ["TransactItems": .array(items)])
+        // The client retries a timed-out request with the same body; the token makes DynamoDB treat
+        // a retry of a transaction that did commit as the same transaction, not a new one whose
+        // conditions now fail.
+        let token = Base64.urlEncoded(SystemRandomSource().bytes(24))
+        _ = try client.call("TransactWriteItems", ["TransactItems": .array(items), "ClientRequestToken": .string(token)])
     }
 
     public func scan(limit: Int?, exclusiveStartKey: Item?) throws(TableError) -> QueryPage {
