@@ -5,8 +5,8 @@ import Logging
 /// Operators' view of one user, and its deletion by the same code `delete-account` runs.
 struct UserCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "users", abstract: "Show or delete one user (AUTH_STORE names the store).",
-        subcommands: [Show.self, Delete.self])
+        commandName: "users", abstract: "Show or delete one user, or prune expired guests (AUTH_STORE names the store).",
+        subcommands: [Show.self, Delete.self, PruneGuests.self])
 
     static func services() throws -> AuthServices {
         try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning))
@@ -37,6 +37,18 @@ struct UserCommands: ParsableCommand {
                 throw CommandFailure("no user \(userID)")
             }
             print(JSONValue.object(["deleted": true, "userId": .string(userID)]).prettyPrinted())
+        }
+    }
+
+    struct PruneGuests: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "prune-guests",
+            abstract: "Delete every item of guests past AUTH_GUEST_TTL (what DynamoDB's TTL sweep does), for stores with no sweeper.")
+
+        func run() throws {
+            let report = try GuestPruning.prune(configuration: AuthCtlContext.current.configuration(),
+                                                logger: Logger.jsonLines(level: .warning))
+            print(report.json.prettyPrinted())
         }
     }
 }

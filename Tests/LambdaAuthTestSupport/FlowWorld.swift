@@ -76,10 +76,12 @@ public final class FlowWorld: Sendable {
         settings.withLock { $0["AUTH_NOW"] = String(Int64($0["AUTH_NOW"]!)! + seconds) }
     }
 
-    /// The handlers' store, opened in-process to inspect what they wrote.
-    public func table() throws -> any Table {
-        guard let dynamoDBTableName else { return LocalTable(directory: storeDirectory, clock: FixedClock(Double(now))) }
-        return DynamoDBTable(tableName: dynamoDBTableName, client: try MotoServer.shared().client(), clock: FixedClock(Double(now)))
+    /// The handlers' store, opened in-process to inspect what they wrote, as reads at `time`
+    /// (default: the handlers' clock) see it: `at: 0` hides no expired item.
+    public func table(at time: Int64? = nil) throws -> any Table {
+        let clock = FixedClock(Double(time ?? now))
+        guard let dynamoDBTableName else { return LocalTable(directory: storeDirectory, clock: clock) }
+        return DynamoDBTable(tableName: dynamoDBTableName, client: try MotoServer.shared().client(), clock: clock)
     }
 
     // MARK: tokens
@@ -135,9 +137,10 @@ public final class FlowWorld: Sendable {
 
     public var logs: [String] { collectedLogs.withLock { $0 } }
 
-    /// Every item of the world's table, in key order (a scan, as `authctl store export` reads it).
-    public func allItems() throws -> [Item] {
-        let table = try self.table()
+    /// Every item of the world's table, in key order (a scan, as `authctl store export` reads it),
+    /// as reads at `time` see it (`at: 0`: every item stored, expired or not).
+    public func allItems(at time: Int64? = nil) throws -> [Item] {
+        let table = try self.table(at: time)
         var items: [Item] = []
         var start: Item?
         repeat {

@@ -54,11 +54,14 @@ public struct AccessTokenIssuer: Sendable {
         self.lifetime = lifetime
     }
 
-    public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource) throws(AuthError) -> String {
-        let claims: [String: JSONValue] = [
+    /// `anonymous`: a guest's token also carries `"is_anonymous": true` (contract section 9).
+    public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource,
+                      anonymous: Bool = false) throws(AuthError) -> String {
+        var claims: [String: JSONValue] = [
             "iss": .string(issuer), "sub": .string(userID), "sid": .string(sessionID),
             "iat": .number(now), "exp": .number(now + lifetime), "jti": .string(random.identifier()),
         ]
+        if anonymous { claims["is_anonymous"] = true }
         do {
             return try JWSSigner.signES256(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.privateKey)
         } catch {

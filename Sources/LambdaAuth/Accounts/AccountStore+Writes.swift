@@ -115,8 +115,10 @@ extension AccountStore {
     /// The old token ACTIVE → USED (skipped for a USED token within its grace period), the new
     /// token put, the profile checked at the version of the user copy the new token carries and
     /// with the session still active, and the session touched conditional on being active, so no
-    /// token minted by a refresh racing a revocation survives it.
-    func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64, now: Int64) throws(AuthError) -> RotationOutcome {
+    /// token minted by a refresh racing a revocation survives it. `guestExpiresAt` (the user copy
+    /// is a guest's, exact by its version): the profile's and the session's `ttl` move forward to it.
+    func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64, guestExpiresAt: Int64? = nil,
+                now: Int64) throws(AuthError) -> RotationOutcome {
         var plan = TransactionPlan<RotationStep>()
         if old.status == .active {
             plan.add(.retireOld, .update(
@@ -129,18 +131,25 @@ extension AccountStore {
                              ":ttl": .n(now + RefreshTokenRecord.usedVisibility)])))
         }
         plan.add([.put(new.item)])
+        var profileNames = ["#sid": old.familyID, "#version": "version"]
+        var profileValues: [String: AttributeValue] = [":now": .n(now), ":version": .n(userVersion)]
+        var profileUpdate = "SET activeSessions.#sid = :now"
+        if let guestExpiresAt {
+            profileUpdate += ", #ttl = :guestExpiry"
+            profileNames["#ttl"] = "ttl"
+            profileValues[":guestExpiry"] = .n(guestExpiresAt)
+        }
         plan.add(.profile, .update(
-            key: Keys.profileKey(old.userID), update: "SET activeSessions.#sid = :now",
+            key: Keys.profileKey(old.userID), update: profileUpdate,
             condition: "attribute_exists(activeSessions.#sid) AND #version = :version",
-            attributes: ExpressionAttributes(names: ["#sid": old.familyID, "#version": "version"],
-                                             values: [":now": .n(now), ":version": .n(userVersion)])))
+            attributes: ExpressionAttributes(names: profileNames, values: profileValues)))
         plan.add(.session, .update(
             key: Keys.session(old.userID, old.familyID), update: "SET lastActiveAt = :now, #ttl = :ttl",
             condition: "#status = :active",
             attributes: ExpressionAttributes(
                 names: ["#status": "status", "#ttl": "ttl"],
                 values: [":now": .s(Timestamps.format(now)), ":active": .s(SessionStatus.active.rawValue),
-                         ":ttl": .n(now + refreshTokenTTL)])))
+                         ":ttl": .n(min(now + refreshTokenTTL, guestExpiresAt ?? .max))])))
         guard let cancellation = try table.run(plan) else { return .rotated }
         if cancellation.failed(.session) { return .sessionRevoked }
         let userChanged = cancellation.failed(.profile), tokenRotated = cancellation.failed(.retireOld)

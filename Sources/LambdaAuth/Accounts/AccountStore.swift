@@ -6,6 +6,8 @@ struct AccountStore: Sendable {
     let table: any Table
     /// Sessions and refresh tokens live this long past their last use.
     let refreshTokenTTL: Int64
+    /// A guest's items live this long past its last sign-in or refresh (AUTH_GUEST_TTL).
+    var guestTTL: Int64 = 2_592_000
 
     // MARK: - Reads
 

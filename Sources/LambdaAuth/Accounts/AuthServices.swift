@@ -29,7 +29,7 @@ public final class AuthServices: Sendable {
         self.table = store
         verifier = IDTokenVerifier(configuration: configuration, httpClient: httpClient, clock: configuration.clock, logger: logger)
         tokens = try TokenService(configuration: configuration, table: store, clock: configuration.clock, random: random)
-        self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL)
+        self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL)
         retry = OptimisticRetry(sleeper: sleeper, random: random)
     }
 
@@ -43,6 +43,11 @@ public final class AuthServices: Sendable {
     }
 
     var deletion: AccountDeletion { AccountDeletion(store: store, retry: retry) }
+
+    var guestSignIn: GuestSignInFlow {
+        GuestSignInFlow(tokens: tokens, store: store, clock: clock, random: random, limiter: TableRateLimiter(table: table),
+                        enabled: configuration.guestsEnabled, perSourceIP: RateLimit(configuration.guestRate))
+    }
 
     var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }
 

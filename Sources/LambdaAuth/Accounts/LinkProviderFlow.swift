@@ -32,6 +32,7 @@ struct LinkProviderFlow: Sendable {
             }
             let now = clock.nowSeconds
             let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
+            if user.profile.isGuest { return try upgrade(user, with: linked, from: identity, caller: caller, now: now, logger: logger) }
             switch try store.link(linked, to: user, callerSessionID: caller.sessionID, now: now) {
             case .committed:
                 logger.info("linked an identity", metadata: ["userId": .string(caller.userID), "provider": .string(identity.provider.rawValue)])
@@ -41,6 +42,29 @@ struct LinkProviderFlow: Sendable {
             case .lostRace:
                 return nil  // the re-read decides
             }
+        }
+    }
+
+    /// A guest's first identity makes it a full user: same user id, same sessions, the profile
+    /// filled from the identity as a sign-in would, the guest mark and expiry gone. nil: lost a
+    /// race (a second link of the same guest won: the re-read sees a full user).
+    func upgrade(_ guest: UserView, with linked: LinkedIdentity, from identity: VerifiedIdentity, caller: Caller, now: Int64,
+                 logger: Logger) throws(AuthError) -> UserView? {
+        var user = guest
+        user.identities = [linked]
+        user.profile.isGuest = false
+        user.profile.guestExpiresAt = nil
+        user.profile.identityCount = 1
+        user.profile.refresh(from: identity, profileName: nil)
+        user.profile.updatedAt = now
+        user.profile.version = guest.profile.version + 1
+        switch try store.upgradeGuest(user, identity: linked, readVersion: guest.profile.version, callerSessionID: caller.sessionID) {
+        case .committed:
+            logger.info("guest upgraded to a full user", metadata: ["userId": .string(caller.userID), "provider": .string(identity.provider.rawValue)])
+            store.dropGuestExpiry(of: caller.userID, now: now)
+            return user
+        case .lostRace:
+            return nil
         }
     }
 

@@ -46,6 +46,10 @@ struct UserProfile: Sendable {
     /// Set when an account deletion began: the account is gone for every flow, and whichever
     /// request meets it next (delete-account again, a sign-in) finishes the deletion.
     var deletionRequestedAt: Int64?
+    /// A guest (contract section 9): no identity yet. Its items all vanish through `ttl` once it
+    /// was inactive for AUTH_GUEST_TTL; `guestExpiresAt` is the PROFILE's `ttl`, the latest of them.
+    var isGuest = false
+    var guestExpiresAt: Int64?
 
     /// Whether a token of `sessionID` may still act for this user: the session is active and no
     /// deletion is under way.
@@ -87,6 +91,8 @@ struct UserProfile: Sendable {
         activeSessions = sessions
         version = item["version"]?.int64Value ?? 0
         deletionRequestedAt = item["deletionRequestedAt"].flatMap(Timestamps.parse)
+        isGuest = item["isGuest"]?.boolValue ?? false
+        guestExpiresAt = isGuest ? item["ttl"]?.int64Value : nil
     }
 
     var item: Item {
@@ -102,6 +108,10 @@ struct UserProfile: Sendable {
         item["activeSessions"] = .m(activeSessions.mapValues { .n($0) })
         item["version"] = .n(version)
         if let deletionRequestedAt { item["deletionRequestedAt"] = .s(Timestamps.format(deletionRequestedAt)) }
+        if isGuest {
+            item["isGuest"] = .bool(true)
+            if let guestExpiresAt { item["ttl"] = .n(guestExpiresAt) }
+        }
         return item
     }
 }
@@ -191,6 +201,8 @@ struct RefreshTokenRecord: Sendable {
     /// The user as the response that issued this token showed it, so that a refresh needs no read
     /// of the user's items: its transaction checks that the profile still has this version.
     var user: UserSnapshot?
+    /// A guest's token vanishes no later than the guest does (written, never read back).
+    var guestExpiresAt: Int64?
 
     init(credential: RefreshTokenCredential, familyID: String, createdAt: Int64, expiresAt: Int64,
          sessionCreatedAt: Int64, user: UserSnapshot) {
@@ -243,7 +255,7 @@ struct RefreshTokenRecord: Sendable {
         item["expiresAt"] = .s(Timestamps.format(expiresAt))
         if let sessionCreatedAt { item["sessionCreatedAt"] = .s(Timestamps.format(sessionCreatedAt)) }
         user?.store(in: &item)
-        item["ttl"] = .n(expiresAt + RefreshTokenRecord.expiredVisibility)
+        item["ttl"] = .n(min(expiresAt + RefreshTokenRecord.expiredVisibility, guestExpiresAt ?? .max))
         return item
     }
 }
@@ -267,6 +279,9 @@ struct UserSnapshot: Sendable {
         profileVersion = version
     }
 
+    /// The user was a guest when this copy was made (the copy is exact while its version holds).
+    var isGuest: Bool { json["isGuest"]?.boolValue == true }
+
     func store(in item: inout Item) {
         item["userView"] = .s(json.serialized())
         item["profileVersion"] = .n(profileVersion)
@@ -281,6 +296,8 @@ struct SessionRecord: Sendable {
     var createdAt: Int64
     var lastActiveAt: Int64
     var status: SessionStatus
+    /// A guest's session vanishes no later than the guest does (written, never read back).
+    var guestExpiresAt: Int64?
 
     init(userID: String, sessionID: String, device: [String: String], now: Int64) {
         self.userID = userID
@@ -313,7 +330,7 @@ struct SessionRecord: Sendable {
         item["lastActiveAt"] = .s(Timestamps.format(lastActiveAt))
         item["status"] = .s(status.rawValue)
         // A session outlives its last refresh token by nothing: after that it cannot be resumed.
-        item["ttl"] = .n(lastActiveAt + refreshTokenTTL)
+        item["ttl"] = .n(min(lastActiveAt + refreshTokenTTL, guestExpiresAt ?? .max))
         return item
     }
 
@@ -342,7 +359,7 @@ struct UserView {
     var identities: [LinkedIdentity]
 
     var json: JSONValue {
-        [
+        var fields: [String: JSONValue] = [
             "id": .string(profile.userID),
             "email": profile.email.map(JSONValue.string) ?? .null,
             "emailVerified": .bool(profile.emailVerified),
@@ -352,5 +369,8 @@ struct UserView {
             "createdAt": .string(Timestamps.format(profile.createdAt)),
             "lastSignInAt": .string(Timestamps.format(profile.lastSignInAt)),
         ]
+        // Only guests carry the field: a full user's object is as it always was.
+        if profile.isGuest { fields["isGuest"] = .bool(true) }
+        return .object(fields)
     }
 }

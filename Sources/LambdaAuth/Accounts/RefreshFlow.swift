@@ -43,8 +43,11 @@ struct RefreshFlow: Sendable {
             }
             if copy == nil { copy = try currentUser(of: record) }
             guard let snapshot = copy else { throw revoked(record, now: now, logger: logger) }
-            let next = store.newRefreshToken(refresh, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
-            switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, now: now) {
+            var next = store.newRefreshToken(refresh, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
+            // A guest lives AUTH_GUEST_TTL past its last refresh: this one moves every expiry forward.
+            let guestExpiresAt = snapshot.isGuest ? now + store.guestTTL : nil
+            next.guestExpiresAt = guestExpiresAt
+            switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, guestExpiresAt: guestExpiresAt, now: now) {
             case .rotated:
                 logger.info("refreshed", metadata: ["userId": .string(record.userID), "sessionId": .string(record.familyID),
                                           "grace": .bool(record.status == .used)])
@@ -65,7 +68,8 @@ struct RefreshFlow: Sendable {
                 return nil
             }
         }
-        let issued = try tokens.issueTokens(userID: record.userID, sessionID: record.familyID, refresh: refresh, logger: logger)
+        let issued = try tokens.issueTokens(userID: record.userID, sessionID: record.familyID, refresh: refresh,
+                                            anonymous: user.isGuest, logger: logger)
         return RefreshResult(user: user.json, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, tokens: issued)
     }
 

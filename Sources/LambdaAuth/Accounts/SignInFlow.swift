@@ -96,7 +96,7 @@ struct SignInFlow: Sendable {
         let userID = newIdentifier(random)
         let sessionID = newIdentifier(random)
         let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, logger: logger)
+        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
         let now = clock.nowSeconds
         let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
         var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
@@ -135,7 +135,7 @@ struct SignInFlow: Sendable {
                      logger: Logger) throws(AuthError) -> SessionOpening {
         let sessionID = newIdentifier(random)
         let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, logger: logger)
+        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
         return try retry.run("session opening") { () throws(AuthError) -> SessionOpening? in
             let now = clock.nowSeconds
             guard var user = try store.user(userID) else { return .userUnavailable }

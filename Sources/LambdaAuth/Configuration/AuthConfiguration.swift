@@ -35,6 +35,12 @@ public struct AuthConfiguration: Sendable {
     /// A session younger than this may delete its account without presenting an ID token again.
     public var reauthenticationWindow: Int64 = 300
     public var maxSessions = 5
+    /// AUTH_GUEST: `signin` with provider `guest` creates a user with no identity.
+    public var guestsEnabled = false
+    /// AUTH_GUEST_RATE: guest creations per source IP per hour.
+    public var guestRate = 30
+    /// AUTH_GUEST_TTL: seconds a guest lives past its last sign-in or refresh.
+    public var guestTTL: Int64 = 2_592_000
     public var credentialsMode: CredentialsMode = .local
     /// nil: the dev secret kept in the local store.
     public var credentialsSecret: String?
@@ -110,6 +116,15 @@ public struct AuthConfiguration: Sendable {
         configuration.refreshGrace = try reader.integer("AUTH_REFRESH_GRACE", in: 0...3600) ?? 30
         configuration.reauthenticationWindow = try reader.integer("AUTH_REAUTH_WINDOW", in: 0...86_400) ?? 300
         configuration.maxSessions = Int(try reader.integer("AUTH_MAX_SESSIONS", in: 1...1000) ?? 5)
+        if let guests = reader.string("AUTH_GUEST") {
+            switch guests.lowercased() {
+            case "on": configuration.guestsEnabled = true
+            case "off": configuration.guestsEnabled = false
+            default: throw configError("AUTH_GUEST", "must be on or off")
+            }
+        }
+        configuration.guestRate = Int(try reader.integer("AUTH_GUEST_RATE", in: 1...1_000_000) ?? 30)
+        configuration.guestTTL = try reader.integer("AUTH_GUEST_TTL", in: 3600...31_536_000) ?? 2_592_000
         if let mode = reader.string("AUTH_CREDENTIALS") {
             guard let value = CredentialsMode(rawValue: mode) else {
                 throw configError("AUTH_CREDENTIALS", "must be local or sts")

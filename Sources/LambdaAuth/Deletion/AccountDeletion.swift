@@ -52,6 +52,8 @@ struct Reauthentication: Sendable {
     /// A fresh ID token of one of the user's own identities, unless the session is young enough;
     /// a token presented anyway is checked anyway.
     func check(_ proof: Proof?, user: UserView, sessionCreatedAt: Int64?, now: Int64) throws(AuthError) {
+        // A guest has no identity to prove again: its access token is all it has.
+        if user.profile.isGuest { return }
         guard let proof else {
             if let sessionCreatedAt, now - sessionCreatedAt < window { return }
             throw AuthError(.reauthenticationRequired, "sign in again: present a fresh ID token of one of your identities")

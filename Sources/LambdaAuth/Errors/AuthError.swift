@@ -57,6 +57,9 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     public let detail: String?
     /// Overrides the code's default, for cases where the upstream says otherwise (STS).
     public let retryableOverride: Bool?
+    /// RATE_LIMITED: seconds until the caller may try again (`retryAfter` in the body, and the
+    /// `retry-after` header on HTTP events).
+    public var retryAfter: Int64?
 
     public init(_ code: ErrorCode, _ message: String, detail: String? = nil, retryable: Bool? = nil) {
         self.code = code
@@ -70,8 +73,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(code.rawValue): \(message)" }
 
     public var body: JSONValue {
-        ["error": ["code": .string(code.rawValue), "message": .string(message),
-                   "status": .number(status), "retryable": .bool(retryable)]]
+        var error: [String: JSONValue] = ["code": .string(code.rawValue), "message": .string(message),
+                                          "status": .number(status), "retryable": .bool(retryable)]
+        if let retryAfter { error["retryAfter"] = .number(retryAfter) }
+        return ["error": .object(error)]
     }
 
     /// Maps any error thrown below the flows to the contract's error; unknown ones become INTERNAL

@@ -3,11 +3,21 @@
 /// result into the contract's response body. The flows know nothing of events.
 public struct SignInHandler: RequestHandler {
     let flow: SignInFlow
-    public init(services: AuthServices) { flow = services.signIn }
+    let guests: GuestSignInFlow
+    public init(services: AuthServices) {
+        flow = services.signIn
+        guests = services.guestSignIn
+    }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
-        let result = try flow.signIn(try SignInRequest(RequestBody(request.body)), logger: context.logger)
+        let body = RequestBody(request.body)
+        let result: SignInResult
+        if try body.requiredString("provider", maximumBytes: 64) == GuestSignInFlow.providerName {
+            result = try guests.signIn(device: try SignInRequest.device(body), sourceIP: request.sourceIP, logger: context.logger)
+        } else {
+            result = try flow.signIn(try SignInRequest(body), logger: context.logger)
+        }
         return InvocationResponse(body: [
             "user": result.user.json, "isNewUser": .bool(result.isNewUser), "session": result.session.json,
             "tokens": result.tokens.json, "credentials": result.tokens.credentials.json,
@@ -71,7 +81,15 @@ extension SignInRequest {
         idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
         provider = try ProviderName.parse(providerName)
         nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
-        device = [:]
+        device = try SignInRequest.device(body)
+        profileName = try body.optionalObject("profile")?.optionalString("name", maximumBytes: 256, emptyIsAbsent: true)
+    }
+}
+
+extension SignInRequest {
+    /// The optional `device` object of a sign-in (any provider, guests included).
+    static func device(_ body: RequestBody) throws(AuthError) -> [String: String] {
+        var device: [String: String] = [:]
         if let deviceBody = try body.optionalObject("device") {
             for field in ["id", "name", "platform"] {
                 if let value = try deviceBody.optionalString(field, maximumBytes: 256, emptyIsAbsent: true) {
@@ -79,7 +97,7 @@ extension SignInRequest {
                 }
             }
         }
-        profileName = try body.optionalObject("profile")?.optionalString("name", maximumBytes: 256, emptyIsAbsent: true)
+        return device
     }
 }
 

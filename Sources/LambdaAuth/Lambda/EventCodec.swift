@@ -76,15 +76,27 @@ public enum EventCodec {
                 return .failure(AuthError(.invalidRequest, "the request body is not valid JSON (\(error))"))
             }
         }
-        return .success(InvocationRequest(kind: kind, method: method.uppercased(), headers: headers, body: body))
+        return .success(InvocationRequest(kind: kind, method: method.uppercased(), headers: headers, body: body,
+                                          sourceIP: sourceIP(kind: kind, fields: fields)))
+    }
+
+    /// payload 2.0 and function URLs: `requestContext.http.sourceIp`; REST API (1.0):
+    /// `requestContext.identity.sourceIp`.
+    static func sourceIP(kind: EventKind, fields: [String: JSONValue]) -> String? {
+        let context = fields["requestContext"]
+        let address = kind == .httpAPIv2 ? context?["http"]?["sourceIp"] : context?["identity"]?["sourceIp"]
+        guard let text = address?.stringValue, !text.isEmpty, text.utf8.count <= 64 else { return nil }
+        return text
     }
 
     /// The response document for the event's kind.
     public static func encode(_ response: InvocationResponse, kind: EventKind) -> JSONValue {
         guard kind.isHTTP else { return response.body }
+        var headers: [String: JSONValue] = ["content-type": "application/json", "cache-control": "no-store"]
+        for (name, value) in response.headers { headers[name] = .string(value) }
         return [
             "statusCode": .number(response.status),
-            "headers": ["content-type": "application/json", "cache-control": "no-store"],
+            "headers": .object(headers),
             "body": .string(response.body.serialized()),
             "isBase64Encoded": false,
         ]

@@ -18,18 +18,25 @@ public struct InvocationRequest: Sendable {
     public var headers: [String: String]
     /// The request body, already checked to be a JSON object.
     public var body: [String: JSONValue]
+    /// The client's address as API Gateway or the function URL saw it; nil for direct invocations
+    /// (another AWS service or an operator, not a client on the internet).
+    public var sourceIP: String?
 
-    public init(kind: EventKind, method: String = "POST", headers: [String: String] = [:], body: [String: JSONValue]) {
+    public init(kind: EventKind, method: String = "POST", headers: [String: String] = [:], body: [String: JSONValue],
+                sourceIP: String? = nil) {
         self.kind = kind
         self.method = method
         self.headers = headers
         self.body = body
+        self.sourceIP = sourceIP
     }
 }
 
 public struct InvocationResponse: Sendable {
     public var status: Int
     public var body: JSONValue
+    /// Headers beyond the two every HTTP response carries (HTTP events only).
+    public var headers: [String: String] = [:]
 
     public init(status: Int = 200, body: JSONValue) {
         self.status = status
@@ -39,6 +46,7 @@ public struct InvocationResponse: Sendable {
     public init(error: AuthError) {
         self.status = error.status
         self.body = error.body
+        if let retryAfter = error.retryAfter { headers["retry-after"] = String(retryAfter) }
     }
 }
 

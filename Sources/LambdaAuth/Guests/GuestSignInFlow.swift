@@ -1,0 +1,111 @@
+import Logging
+
+/// `signin` with provider `guest` (contract section 9): a user with no identity, its first
+/// session and tokens, in one transaction. Creation is limited per source IP before anything is
+/// written; direct invocations (no source IP) are not limited.
+///
+/// Every item of a guest carries a `ttl` no later than its PROFILE's (`guestExpiresAt`, moved
+/// forward by each refresh), so the profile is the last item of a guest to vanish and nothing of it
+/// is left pointing at a missing user.
+struct GuestSignInFlow: Sendable {
+    let tokens: any TokenIssuing
+    let store: AccountStore
+    let clock: any WallClock
+    let random: any RandomSource
+    let limiter: any RateLimiting
+    let enabled: Bool
+    let perSourceIP: RateLimit
+
+    /// The provider name a guest sign-in sends; not an identity provider.
+    static let providerName = "guest"
+
+    func signIn(device: [String: String], sourceIP: String?, logger: Logger) throws(AuthError) -> SignInResult {
+        guard enabled else {
+            throw AuthError(.providerNotConfigured, "guest sign-in is off (AUTH_GUEST)")
+        }
+        if let sourceIP {
+            do {
+                try limiter.consume(.guestSignInPerIP, key: sourceIP, limit: perSourceIP, now: clock.nowSeconds)
+            } catch where error.code == .rateLimited {
+                logger.warning("guest sign-in refused: rate limit", metadata: ["sourceIp": .string(sourceIP)])
+                throw error
+            }
+        }
+        let userID = newIdentifier(random)
+        let sessionID = newIdentifier(random)
+        let refresh = RefreshTokenCredential(userID: userID, random: random)
+        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, logger: logger)
+        let now = clock.nowSeconds
+        let expiresAt = now + store.guestTTL
+        var profile = UserProfile(userID: userID, email: nil, emailVerified: false, displayName: nil, pictureURL: nil, now: now)
+        profile.identityCount = 0
+        profile.isGuest = true
+        profile.guestExpiresAt = expiresAt
+        profile.activeSessions[sessionID] = now
+        profile.version = 1
+        let user = UserView(profile: profile, identities: [])
+        var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, now: now)
+        session.guestExpiresAt = expiresAt
+        var token = store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        token.guestExpiresAt = expiresAt
+        try store.createGuest(user, session: session, refreshToken: token)
+        logger.info("created a guest", metadata: ["userId": .string(userID), "sessionId": .string(sessionID)])
+        return SignInResult(user: user, isNewUser: true, session: session, tokens: issued)
+    }
+}
+
+extension AccountStore {
+    /// The guest's profile, first session and refresh token: one transaction (new random ids, so
+    /// a condition can only fail on an id collision, which is a bug worth hearing about).
+    func createGuest(_ user: UserView, session: SessionRecord, refreshToken: RefreshTokenRecord) throws(AuthError) {
+        let actions: [TransactWriteAction] = [
+            .put(user.profile.item, condition: "attribute_not_exists(PK)"),
+            .put(session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+            .put(refreshToken.item),
+        ]
+        if let reasons = try table.transact(actions) {
+            throw AuthError(.internal, "internal error", detail: "guest creation cancelled: \(reasons.map(\.code))")
+        }
+    }
+
+    /// A guest's upgrade (its first identity): both sides of the link, and the profile, written
+    /// whole from the copy the flow read (exact: conditional on its version and on the caller's
+    /// session), as a full user, without `isGuest` and without `ttl`.
+    func upgradeGuest(_ upgraded: UserView, identity: LinkedIdentity, readVersion: Int64, callerSessionID: String) throws(AuthError) -> IdentityChange {
+        let userID = upgraded.profile.userID
+        let actions: [TransactWriteAction] = [
+            .put(identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"),
+            .put(identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"),
+            .put(upgraded.profile.item, condition: "attribute_exists(activeSessions.#sid) AND #version = :read",
+                 attributes: ExpressionAttributes(names: ["#sid": callerSessionID, "#version": "version"],
+                                                  values: [":read": .n(readVersion)])),
+        ]
+        guard let reasons = try table.transact(actions) else { return .committed }
+        guard reasons.failed(0) || reasons.failed(1) || reasons.failed(2) else {
+            throw AuthError(.internal, "internal error", detail: "guest upgrade cancelled: \(reasons.map(\.code))")
+        }
+        return .lostRace
+    }
+
+    /// After an upgrade the sessions and refresh tokens the guest had keep going as a full user's:
+    /// their `ttl` goes back to what a full user's would be. Best effort, item by item, each
+    /// conditional on the item still being ACTIVE: one that vanished, was revoked or was rotated
+    /// meanwhile keeps what that write gave it, and the next refresh of a session writes its
+    /// full-user expiry anyway.
+    func dropGuestExpiry(of userID: String, now: Int64) {
+        guard let sessions = try? self.sessions(of: userID), let tokens = try? refreshTokens(of: userID) else { return }
+        var updates: [(TableKey, Int64)] = []
+        for session in sessions where session.status == .active {
+            updates.append((Keys.session(userID, session.sessionID), max(session.lastActiveAt, now) + refreshTokenTTL))
+        }
+        for token in tokens where token.status == .active {
+            updates.append((token.key, token.expiresAt + RefreshTokenRecord.expiredVisibility))
+        }
+        for (key, ttl) in updates {
+            _ = try? table.transact([.update(
+                key: key, update: "SET #ttl = :ttl", condition: "#status = :active",
+                attributes: ExpressionAttributes(names: ["#ttl": "ttl", "#status": "status"],
+                                                 values: [":ttl": .n(ttl), ":active": .s(SessionStatus.active.rawValue)]))])
+        }
+    }
+}
