@@ -76,15 +76,18 @@ public enum EventCodec {
                 return .failure(AuthError(.invalidRequest, "the request body is not valid JSON (\(error))"))
             }
         }
-        return .success(InvocationRequest(kind: kind, method: method.uppercased(), headers: headers, body: body))
+        let path = (kind == .httpAPIv2 ? fields["rawPath"] ?? fields["requestContext"]?["http"]?["path"] : fields["path"])?.stringValue
+        return .success(InvocationRequest(kind: kind, method: method.uppercased(), headers: headers, body: body, path: path ?? ""))
     }
 
     /// The response document for the event's kind.
     public static func encode(_ response: InvocationResponse, kind: EventKind) -> JSONValue {
         guard kind.isHTTP else { return response.body }
+        var headers: [String: JSONValue] = ["content-type": "application/json", "cache-control": "no-store"]
+        for (name, value) in response.headers { headers[name] = .string(value) }
         return [
             "statusCode": .number(response.status),
-            "headers": ["content-type": "application/json", "cache-control": "no-store"],
+            "headers": .object(headers),
             "body": .string(response.body.serialized()),
             "isBase64Encoded": false,
         ]

@@ -18,27 +18,36 @@ public struct InvocationRequest: Sendable {
     public var headers: [String: String]
     /// The request body, already checked to be a JSON object.
     public var body: [String: JSONValue]
+    /// The HTTP path (`rawPath`, or the REST API's `path`); empty for direct invocations.
+    public var path: String
 
-    public init(kind: EventKind, method: String = "POST", headers: [String: String] = [:], body: [String: JSONValue]) {
+    public init(kind: EventKind, method: String = "POST", headers: [String: String] = [:], body: [String: JSONValue],
+                path: String = "") {
         self.kind = kind
         self.method = method
         self.headers = headers
         self.body = body
+        self.path = path
     }
 }
 
 public struct InvocationResponse: Sendable {
     public var status: Int
     public var body: JSONValue
+    /// HTTP headers that replace or join the defaults (`cache-control: no-store`), lowercase
+    /// names; HTTP events only (a direct invocation's response is the body itself).
+    public var headers: [String: String]
 
-    public init(status: Int = 200, body: JSONValue) {
+    public init(status: Int = 200, body: JSONValue, headers: [String: String] = [:]) {
         self.status = status
         self.body = body
+        self.headers = headers
     }
 
     public init(error: AuthError) {
         self.status = error.status
         self.body = error.body
+        self.headers = [:]
     }
 }
 
