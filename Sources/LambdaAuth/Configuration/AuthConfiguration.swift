@@ -173,7 +173,7 @@ public struct AuthConfiguration: Sendable {
         let set = forms.filter { reader.string($0) != nil }
         guard let variable = set.first else { return nil }
         guard set.count == 1 else {
-            throw configError(set.joined(separator: " and "), "are all set; set only one of \(forms.joined(separator: ", "))")
+            throw configError(set.joined(separator: " and "), "are \(set.count == 2 ? "both" : "all") set; set only one of \(forms.joined(separator: ", "))")
         }
         var pem = reader.string(variable)!
         if variable.hasSuffix("_FILE") {
