@@ -1,5 +1,6 @@
 import ArgumentParser
 import LambdaAuth
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,7 @@ struct AuthCtl: ParsableCommand {
         commandName: "authctl",
         abstract: "The developer's tool: a dev identity provider, keys, store inspection, replay.",
         subcommands: [DevIDPCommands.self, StoreCommands.self, InvokeCommand.self, DemoCommand.self, ReplayCommand.self,
-                      AccessTokenJWKSCommand.self, CredentialCommands.self, UserCommands.self]
+                      AccessTokenJWKSCommand.self, KeyCommands.self, CredentialCommands.self, UserCommands.self]
     )
 
     /// Usage errors read like every other authctl error: "authctl: what is wrong".
@@ -68,9 +69,11 @@ struct AuthCtlContext {
 
     static var current: AuthCtlContext { AuthCtlContext(environment: Environment.current()) }
 
-    /// authctl issues no tokens, so it needs none of the handlers' secrets even with `dynamodb:`.
+    /// authctl issues no tokens, so it needs none of the handlers' secrets even with `dynamodb:`;
+    /// those that `AUTH_SECRETS` holds are read as the handlers read them (`authctl jwks`).
     func configuration() throws -> AuthConfiguration {
-        try AuthConfiguration.fromEnvironment(environment, forHandlers: false)
+        let resolved = try Startup.resolvedEnvironment(environment, logger: Logger.jsonLines(level: .warning))
+        return try AuthConfiguration.fromEnvironment(resolved, forHandlers: false)
     }
 }
 

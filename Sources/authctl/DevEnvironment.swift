@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTooling
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -73,11 +74,13 @@ struct DevEnvironment {
 
 /// `{{idToken PROVIDER key=value ...}}` placeholders: minted by the dev identity provider at
 /// the given clock. Keys: sub, email, emailVerified, privateEmail, name, picture, aud, nonce,
-/// expiresIn, iat, iss, kid.
+/// expiresIn, iat, iss, kid. `{{signingKey NAME}}`: the PEM of an access-token key made for this
+/// run under that name (the same key wherever the name appears), for rotation scenarios.
 struct PlaceholderFiller {
     let environment: DevEnvironment
     let now: Int64
     let saved: [String: String]
+    var signingKeys = NamedSigningKeys()
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {
@@ -114,8 +117,11 @@ struct PlaceholderFiller {
             }
             return value
         }
+        if head == "signingKey", words.count == 2 {
+            return signingKeys.key(named: words[1]).pemRepresentation
+        }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}} or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{signingKey NAME}} or {{$name}}")
         }
         let provider = try ProviderName.parse(words[1])
         var options: [String: String] = [:]
@@ -144,6 +150,20 @@ struct PlaceholderFiller {
         if quoted { throw CommandFailure("unbalanced quotes in {{\(text)}}") }
         if !current.isEmpty { words.append(current) }
         return words
+    }
+}
+
+/// Access-token keys made on first mention, by name, for one replay.
+final class NamedSigningKeys: Sendable {
+    private let keys = Mutex<[String: AccessTokenKey]>([:])
+
+    func key(named name: String) -> AccessTokenKey {
+        keys.withLock { keys in
+            if let key = keys[name] { return key }
+            let key = AccessTokenKey.generate()
+            keys[name] = key
+            return key
+        }
     }
 }
 

@@ -12,16 +12,9 @@ extension StoreCommands {
         )
 
         func run() throws {
-            // Creating the table needs no signing key or credentials secret; the configuration
-            // insists on both for dynamodb: stores, so stand-ins satisfy it here and go unused.
-            var environment = AuthCtlContext.current.environment
-            if environment["AUTH_SIGNING_KEY", default: ""].isEmpty && environment["AUTH_SIGNING_KEY_FILE", default: ""].isEmpty {
-                environment["AUTH_SIGNING_KEY"] = "unused by store create-table"
-            }
-            if environment["AUTH_CREDENTIALS_SECRET", default: ""].isEmpty {
-                environment["AUTH_CREDENTIALS_SECRET"] = "unused by store create-table"
-            }
-            let configuration = try AuthConfiguration.fromEnvironment(environment)
+            // Creating the table needs no signing key or credentials secret (authctl's configuration
+            // does not ask for them).
+            let configuration = try AuthCtlContext.current.configuration()
             guard case .dynamoDB = configuration.store else {
                 throw CommandFailure("store create-table needs AUTH_STORE=dynamodb:TABLE", exitCode: 2)
             }

@@ -149,10 +149,10 @@ struct AccessTokenJWKSCommand: ParsableCommand {
     func run() throws {
         let configuration = try AuthCtlContext.current.configuration()
         let services = try AuthServices(configuration: configuration, logger: Logger.jsonLines(level: .warning))
-        guard let key = try services.accessTokenKey() else {
-            throw CommandFailure("no access-token key yet: set AUTH_SIGNING_KEY(_FILE), or sign a user in once to create the dev key")
+        guard let keys = try services.accessTokenKeys() else {
+            throw CommandFailure("no access-token key yet: set AUTH_SIGNING_KEYS(_FILE), or sign a user in once to create the dev key")
         }
-        print(key.jwks.prettyPrinted())
+        print(keys.jwks.prettyPrinted())
     }
 }
 

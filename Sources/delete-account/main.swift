@@ -1,5 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "delete-account") { configuration, logger in
-    DeleteAccountHandler(services: try AuthServices(configuration: configuration, logger: logger))
-}
+HandlerMain.run(name: "delete-account", factory: Startup.handler { DeleteAccountHandler(services: $0) })

@@ -1,5 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "link-provider") { configuration, logger in
-    LinkProviderHandler(services: try AuthServices(configuration: configuration, logger: logger))
-}
+HandlerMain.run(name: "link-provider", factory: Startup.handler { LinkProviderHandler(services: $0) })

@@ -1,5 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "refresh") { configuration, logger in
-    RefreshHandler(services: try AuthServices(configuration: configuration, logger: logger))
-}
+HandlerMain.run(name: "refresh", factory: Startup.handler { RefreshHandler(services: $0) })

@@ -1,5 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "sessions") { configuration, logger in
-    SessionsHandler(services: try AuthServices(configuration: configuration, logger: logger))
-}
+HandlerMain.run(name: "sessions", factory: Startup.handler { SessionsHandler(services: $0) })

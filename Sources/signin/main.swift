@@ -1,5 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "signin") { configuration, logger in
-    SignInHandler(services: try AuthServices(configuration: configuration, logger: logger))
-}
+HandlerMain.run(name: "signin", factory: Startup.handler { SignInHandler(services: $0) })

@@ -1,5 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "signout") { configuration, logger in
-    SignOutHandler(services: try AuthServices(configuration: configuration, logger: logger))
-}
+HandlerMain.run(name: "signout", factory: Startup.handler { SignOutHandler(services: $0) })

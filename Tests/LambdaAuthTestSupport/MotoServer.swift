@@ -90,11 +90,7 @@ public final class MotoServer: Sendable {
 
     /// moto_server serving one request at a time (see the script for why), beside this package's
     /// tests; `make test`'s replay on moto runs the same script.
-    public static let serialServerPath: String = {
-        var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
-        components.removeLast(2)  // LambdaAuthTestSupport/MotoServer.swift
-        return components.joined(separator: "/") + "/Scripts/serial-moto-server.py"
-    }()
+    public static let serialServerPath = TestSupport.scriptPath("serial-moto-server.py")
 
     private init() throws {
         port = try MotoServer.freePort()

@@ -15,4 +15,10 @@ public enum TestSupport {
     public static func removeTree(_ path: String) {
         FileSystem.removeTree(path)
     }
+
+    /// `Tests/Scripts/NAME`: the Python peers and helper scripts beside this package's tests.
+    public static func scriptPath(_ name: String) -> String {
+        // Tests/LambdaAuthTestSupport/TestSupport.swift → Tests/Scripts/NAME
+        FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: "\(#filePath)")) + "/Scripts/" + name
+    }
 }

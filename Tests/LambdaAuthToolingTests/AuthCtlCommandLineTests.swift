@@ -18,7 +18,7 @@ import Testing
         for request in [["--help"], ["help"], ["-h"]] {
             let output = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: request)
             #expect(output.exitCode == 0 && output.stderr.isEmpty, "\(request)")
-            for command in ["dev-idp", "store", "invoke", "demo", "replay", "jwks", "credentials"] {
+            for command in ["dev-idp", "store", "invoke", "demo", "replay", "jwks", "keys", "credentials"] {
                 #expect(output.stdoutText.contains("  \(command) "), "\(request) lists \(command)")
             }
         }
@@ -26,6 +26,20 @@ import Testing
         #expect(commandHelp.exitCode == 0 && commandHelp.stdoutText.contains("USAGE: authctl store get <pk> <sk>"))
         let viaHelp = try authctl("help", "dev-idp", "token")
         #expect(viaHelp.exitCode == 0 && viaHelp.stdoutText.contains("--provider <google|apple> --sub <sub>"))
+    }
+
+    /// The rotation tools: a new key for AUTH_SIGNING_KEYS, and the JWKS of every configured key.
+    @Test func keysGenerateMakesAKeyThatJWKSPublishesAfterTheSigningOne() throws {
+        let generated = try authctl("keys", "generate")
+        #expect(generated.exitCode == 0)
+        let fresh = try AccessTokenKeySet.parse(pem: generated.stdoutText, variable: "stdout")
+        #expect(fresh.keys.count == 1 && generated.stderrText == "kid \(fresh.signing.keyID)\n")
+        let signing = AccessTokenKey.generate()
+        let jwks = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: ["jwks"], environment: [
+            "AUTH_STORE": store, "AUTH_SIGNING_KEYS": signing.pemRepresentation + "\n" + generated.stdoutText])
+        #expect(jwks.exitCode == 0)
+        #expect(jwks.json?["keys"]?.arrayValue?.compactMap { $0["kid"]?.stringValue } == [signing.keyID, fresh.signing.keyID])
+        #expect(!jwks.stdoutText.contains("\"d\""), "a private part was printed")
     }
 
     @Test func aGroupWithoutItsCommandShowsItsHelpAsAUsageError() throws {

@@ -4,8 +4,8 @@
 #   demo: nothing beyond the toolchain (libcurl is loaded with dlopen and its headers are not
 #         needed to build); checked anyway so a broken machine fails with a clear line.
 #   test: zip/unzip, binutils (strip, objdump, readelf) and a C compiler for `make package` and its
-#         checks; the Python packages the tests use as independent peers (cryptography, botocore,
-#         moto[server]) and cfn-lint.
+#         checks; the Python packages the tests use as independent peers (cryptography, joserfc,
+#         botocore, moto[server]) and cfn-lint.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
 set -euo pipefail
@@ -65,6 +65,7 @@ test)
         done
     fi
     python_has cryptography || pip_install cryptography
+    python_has joserfc || pip_install joserfc
     python_has botocore || pip_install botocore
     { python_has moto.server && python_has flask_cors; } || pip_install 'moto[server]'
     python_has cfnlint.runner || pip_install cfn-lint

@@ -42,23 +42,35 @@ public struct AccessTokenClaims: Sendable, Equatable {
     public let tokenID: String
 }
 
-/// Issues and verifies our access tokens: JWT, ES256, claims iss, sub, sid, iat, exp, jti.
+/// Issues and verifies our access tokens: JWT, ES256, claims iss, aud, sub, sid, iat, exp, jti.
+/// The first key of the set signs; a token verifies under whichever key its `kid` names, as long
+/// as that key is still in the set.
 public struct AccessTokenIssuer: Sendable {
-    public let key: AccessTokenKey
+    public let keys: AccessTokenKeySet
     public let issuer: String
+    public let audience: String
     public let lifetime: Int64
 
-    public init(key: AccessTokenKey, issuer: String, lifetime: Int64) {
-        self.key = key
+    public init(keys: AccessTokenKeySet, issuer: String, audience: String, lifetime: Int64) {
+        self.keys = keys
         self.issuer = issuer
+        self.audience = audience
         self.lifetime = lifetime
     }
+
+    /// One key, audience = issuer (the default of `AUTH_ACCESS_TOKEN_AUDIENCE`).
+    public init(key: AccessTokenKey, issuer: String, lifetime: Int64) {
+        self.init(keys: AccessTokenKeySet([key]), issuer: issuer, audience: issuer, lifetime: lifetime)
+    }
+
+    /// The signing key.
+    public var key: AccessTokenKey { keys.signing }
 
     /// `anonymous`: a guest's token also carries `"is_anonymous": true` (contract section 9).
     public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource,
                       anonymous: Bool = false) throws(AuthError) -> String {
         var claims: [String: JSONValue] = [
-            "iss": .string(issuer), "sub": .string(userID), "sid": .string(sessionID),
+            "iss": .string(issuer), "aud": .string(audience), "sub": .string(userID), "sid": .string(sessionID),
             "iat": .number(now), "exp": .number(now + lifetime), "jti": .string(random.identifier()),
         ]
         if anonymous { claims["is_anonymous"] = true }
@@ -69,7 +81,7 @@ public struct AccessTokenIssuer: Sendable {
         }
     }
 
-    /// Checks signature, `kid`, `iss` and `exp` (no clock skew: we issued it on our own clock).
+    /// Checks signature, `kid`, `iss`, `aud` and `exp` (no clock skew: we issued it on our own clock).
     /// Every failure is ACCESS_TOKEN_INVALID; the message says which check failed, never the token.
     public func verify(_ token: String, now: Int64) throws(AuthError) -> AccessTokenClaims {
         func invalid(_ reason: String) -> AuthError { AuthError(.accessTokenInvalid, "the access token \(reason)") }
@@ -82,7 +94,10 @@ public struct AccessTokenIssuer: Sendable {
         } catch {
             throw error.code == .unsupportedAlgorithm ? invalid("has the wrong algorithm") : invalid("is malformed")
         }
-        guard parsed.jws.keyID == key.keyID else { throw invalid("was not signed by this service's key") }
+        // A key that left the set (retired after a rotation) no longer vouches for anything.
+        guard let keyID = parsed.jws.keyID, let key = keys.key(id: keyID) else {
+            throw invalid("was not signed by one of this service's keys")
+        }
         do {
             try parsed.jws.verifySignature(with: JSONWebKey(keyID: key.keyID, material: .p256(key.privateKey.publicKey)))
         } catch {
@@ -90,6 +105,9 @@ public struct AccessTokenIssuer: Sendable {
         }
         let claims = parsed.claims
         guard claims["iss"]?.stringValue == issuer else { throw invalid("has the wrong issuer") }
+        // RFC 7519 §4.1.3: a string or an array of strings; ours is a string, others may list several.
+        let audiences = claims["aud"]?.stringValue.map { [$0] } ?? claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        guard audiences.contains(audience) else { throw invalid("is not meant for this audience") }
         guard let expiresAt = claims["exp"]?.int64Value else { throw invalid("has no expiry") }
         guard expiresAt > now else { throw invalid("expired at \(ISO8601.format(epochSeconds: expiresAt))") }
         guard let userID = claims["sub"]?.stringValue, let sessionID = claims["sid"]?.stringValue,

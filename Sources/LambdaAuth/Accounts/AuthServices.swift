@@ -99,9 +99,9 @@ public final class AuthServices: Sendable {
         return true
     }
 
-    /// The access-token key, if one is configured or was created; never creates one.
-    public func accessTokenKey() throws(AuthError) -> AccessTokenKey? {
-        try tokens.accessTokenIssuer(create: false, logger: Logger.jsonLines(level: .error))?.key
+    /// The access-token keys, if configured or created; never creates one.
+    public func accessTokenKeys() throws(AuthError) -> AccessTokenKeySet? {
+        try tokens.accessTokenIssuer(create: false, logger: Logger.jsonLines(level: .error))?.keys
     }
 
     /// The development credentials secret kept in the local store, if one was created; never creates one.

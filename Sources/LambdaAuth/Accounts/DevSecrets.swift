@@ -19,7 +19,7 @@ enum DevSecrets {
         }
         guard let value else { return nil }
         if value.created {
-            logger.warning("created a development access-token signing key inside the local store; set AUTH_SIGNING_KEY or AUTH_SIGNING_KEY_FILE in production")
+            logger.warning("created a development access-token signing key inside the local store; set AUTH_SIGNING_KEYS (or AUTH_SIGNING_KEYS_FILE) in production")
         }
         do {
             return AccessTokenKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: value.text))

@@ -38,8 +38,9 @@ final class TokenService: TokenIssuing, Sendable {
         self.table = table
         self.clock = clock
         self.random = random
-        if let pem = configuration.signingKeyPEM {
-            let issuer = AccessTokenIssuer(key: try AccessTokenKey(pem: pem), issuer: configuration.issuer, lifetime: configuration.accessTokenTTL)
+        if let keys = configuration.signingKeys {
+            let issuer = AccessTokenIssuer(keys: keys, issuer: configuration.issuer, audience: configuration.accessTokenAudience,
+                                           lifetime: configuration.accessTokenTTL)
             cache.withLock { $0.accessTokenIssuer = issuer }
         }
     }
@@ -61,7 +62,7 @@ final class TokenService: TokenIssuing, Sendable {
 
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims {
         guard let issuer = try accessTokenIssuer(create: false, logger: logger) else {
-            throw AuthError(.accessTokenInvalid, "the access token was not signed by this service's key")
+            throw AuthError(.accessTokenInvalid, "the access token was not signed by one of this service's keys")
         }
         return try issuer.verify(token, now: clock.nowSeconds)
     }
@@ -73,7 +74,8 @@ final class TokenService: TokenIssuing, Sendable {
         guard let key = try DevSecrets.signingKey(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
             return nil
         }
-        let issuer = AccessTokenIssuer(key: key, issuer: configuration.issuer, lifetime: configuration.accessTokenTTL)
+        let issuer = AccessTokenIssuer(keys: AccessTokenKeySet([key]), issuer: configuration.issuer,
+                                       audience: configuration.accessTokenAudience, lifetime: configuration.accessTokenTTL)
         cache.withLock { $0.accessTokenIssuer = issuer }
         return issuer
     }

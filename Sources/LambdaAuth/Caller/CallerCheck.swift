@@ -1,7 +1,7 @@
 import Logging
 
-/// A request's caller (contract, second round): our access token, valid (signature, `exp`,
-/// `iss`), whose session is still one of its user's active sessions; and that user as one Query
+/// A request's caller (contract, second round): our access token, valid (signature by a key still
+/// in the key set, `exp`, `iss`, `aud`), whose session is still one of its user's active sessions; and that user as one Query
 /// read it, for the flow to decide on. Anything else is ACCESS_TOKEN_INVALID.
 struct Caller: Sendable {
     var claims: AccessTokenClaims

@@ -27,8 +27,11 @@ public struct AuthConfiguration: Sendable {
     public var dynamoDBEndpoint: String?
     public var cacheDirectory: String
     public var issuer = "lambda-auth"
-    /// PEM of the EC P-256 access-token key; nil: the dev key kept in the local store.
-    public var signingKeyPEM: String?
+    /// `aud` of our access tokens, checked by every caller check; defaults to the issuer.
+    public var accessTokenAudience = "lambda-auth"
+    /// The access-token keys (`AUTH_SIGNING_KEYS`, or the one `AUTH_SIGNING_KEY`); nil: the dev
+    /// key kept in the local store.
+    public var signingKeys: AccessTokenKeySet?
     public var accessTokenTTL: Int64 = 900
     public var refreshTokenTTL: Int64 = 2_592_000
     public var refreshGrace: Int64 = 30
@@ -101,16 +104,8 @@ public struct AuthConfiguration: Sendable {
         }
         configuration.dynamoDBEndpoint = try reader.url("AUTH_DYNAMODB_ENDPOINT")
         configuration.issuer = reader.string("AUTH_ISSUER") ?? "lambda-auth"
-
-        if let pem = reader.string("AUTH_SIGNING_KEY") {
-            configuration.signingKeyPEM = pem
-        } else if let path = reader.string("AUTH_SIGNING_KEY_FILE") {
-            do {
-                configuration.signingKeyPEM = String(decoding: try FileSystem.readFile(path, limit: 64 << 10), as: UTF8.self)
-            } catch {
-                throw configError("AUTH_SIGNING_KEY_FILE", "cannot be read (\(error))")
-            }
-        }
+        configuration.accessTokenAudience = reader.string("AUTH_ACCESS_TOKEN_AUDIENCE") ?? configuration.issuer
+        configuration.signingKeys = try signingKeys(reader)
         configuration.accessTokenTTL = try reader.integer("AUTH_ACCESS_TOKEN_TTL", in: 60...86_400) ?? 900
         configuration.refreshTokenTTL = try reader.integer("AUTH_REFRESH_TOKEN_TTL", in: 300...31_536_000) ?? 2_592_000
         configuration.refreshGrace = try reader.integer("AUTH_REFRESH_GRACE", in: 0...3600) ?? 30
@@ -144,13 +139,9 @@ public struct AuthConfiguration: Sendable {
             configuration.awsCredentials = AWSCredentials(
                 accessKeyID: accessKey, secretAccessKey: secretKey, sessionToken: reader.string("AWS_SESSION_TOKEN"))
         }
-        if let level = reader.string("AUTH_LOG_LEVEL") {
-            guard let value = Logger.Level(contractName: level) else {
-                throw configError("AUTH_LOG_LEVEL", "must be debug, info, warning or error")
-            }
-            configuration.logLevel = value
-        }
-        configuration.testMode = try reader.bool("AUTH_TEST_MODE") ?? false
+        let settings = try LambdaSettings.fromEnvironment(environment)
+        configuration.logLevel = settings.logLevel
+        configuration.testMode = settings.testMode
         if let now = reader.string("AUTH_NOW") {
             guard configuration.testMode else {
                 throw configError("AUTH_NOW", "is honoured only with AUTH_TEST_MODE=1")
@@ -173,8 +164,8 @@ public struct AuthConfiguration: Sendable {
             try JWKSLocation.validate(provider.jwksURL, variable: "AUTH_\(provider.name.rawValue.uppercased())_JWKS_URL")
         }
         if case .dynamoDB = store, forHandlers {
-            if signingKeyPEM == nil {
-                throw AuthConfiguration.configError("AUTH_SIGNING_KEY", "is required with AUTH_STORE=dynamodb:")
+            if signingKeys == nil {
+                throw AuthConfiguration.configError("AUTH_SIGNING_KEYS (or AUTH_SIGNING_KEY)", "is required with AUTH_STORE=dynamodb:")
             }
             if credentialsMode == .local, credentialsSecret == nil {
                 throw AuthConfiguration.configError("AUTH_CREDENTIALS_SECRET", "is required with AUTH_STORE=dynamodb: and AUTH_CREDENTIALS=local")
@@ -188,6 +179,30 @@ public struct AuthConfiguration: Sendable {
                 throw AuthConfiguration.configError("AUTH_USER_BUCKET", "is required with AUTH_CREDENTIALS=sts")
             }
         }
+    }
+
+    /// One of the four forms: the key set inline or in a file, or the one key inline or in a file.
+    /// Two forms at once would leave it unclear which keys sign, so that is refused.
+    static func signingKeys(_ reader: EnvironmentReader) throws(AuthError) -> AccessTokenKeySet? {
+        let forms = ["AUTH_SIGNING_KEYS", "AUTH_SIGNING_KEYS_FILE", "AUTH_SIGNING_KEY", "AUTH_SIGNING_KEY_FILE"]
+        let set = forms.filter { reader.string($0) != nil }
+        guard let variable = set.first else { return nil }
+        guard set.count == 1 else {
+            throw configError(set.joined(separator: " and "), "are \(set.count == 2 ? "both" : "all") set; set only one of \(forms.joined(separator: ", "))")
+        }
+        var pem = reader.string(variable)!
+        if variable.hasSuffix("_FILE") {
+            do {
+                pem = String(decoding: try FileSystem.readFile(pem, limit: 64 << 10), as: UTF8.self)
+            } catch {
+                throw configError(variable, "cannot be read (\(error))")
+            }
+        }
+        let keys = try AccessTokenKeySet.parse(pem: pem, variable: variable)
+        if !variable.hasPrefix("AUTH_SIGNING_KEYS"), keys.keys.count > 1 {
+            throw configError(variable, "holds \(keys.keys.count) keys; several keys go in AUTH_SIGNING_KEYS")
+        }
+        return keys
     }
 
     static func configError(_ variable: String, _ problem: String) -> AuthError {

@@ -31,11 +31,12 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case reauthenticationRequired = "REAUTHENTICATION_REQUIRED"
     case rateLimited = "RATE_LIMITED"
     case providerUnavailable = "PROVIDER_UNAVAILABLE"
+    case notFound = "NOT_FOUND"
 
     public var status: Int {
         switch self {
         case .invalidRequest, .unsupportedProvider, .providerNotConfigured: return 400
-        case .sessionNotFound: return 404
+        case .sessionNotFound, .notFound: return 404
         case .rateLimited: return 429
         case .providerUnavailable: return 502
         case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity: return 409

@@ -76,8 +76,9 @@ public enum EventCodec {
                 return .failure(AuthError(.invalidRequest, "the request body is not valid JSON (\(error))"))
             }
         }
+        let path = (kind == .httpAPIv2 ? fields["rawPath"] ?? fields["requestContext"]?["http"]?["path"] : fields["path"])?.stringValue
         return .success(InvocationRequest(kind: kind, method: method.uppercased(), headers: headers, body: body,
-                                          sourceIP: sourceIP(kind: kind, fields: fields)))
+                                          path: path ?? "", sourceIP: sourceIP(kind: kind, fields: fields)))
     }
 
     /// payload 2.0 and function URLs: `requestContext.http.sourceIp`; REST API (1.0):

@@ -5,14 +5,17 @@ import Darwin
 #endif
 import Logging
 
-/// The whole life of a handler executable: configuration, then either the Lambda Runtime API loop
-/// (when `AWS_LAMBDA_RUNTIME_API` is set) or one event from a file / stdin to stdout.
+/// The whole life of a handler executable: either the Lambda Runtime API loop (when
+/// `AWS_LAMBDA_RUNTIME_API` is set) or one event from a file / stdin to stdout. What the handler
+/// is made of (secrets, configuration, services) is the factory's business (`Startup`).
 public enum HandlerMain {
-    public typealias Factory = @Sendable (AuthConfiguration, Logger) throws -> any RequestHandler
+    /// Builds the handler from the process environment; a thrown AuthError (CONFIG_ERROR) is the
+    /// start's failure.
+    public typealias Factory = @Sendable ([String: String], Logger) throws -> any RequestHandler
 
     public static func run(name: String, arguments: [String] = CommandLine.arguments, factory: @escaping Factory) -> Never {
         let environment = Environment.current()
-        let bootLogger = Logger.jsonLines(level: Logger.Level(contractName: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
+        let bootLogger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment))
         if let address = environment["AWS_LAMBDA_RUNTIME_API"] {
             exit(RuntimeLoop.run(name: name, address: address, environment: environment, factory: factory))
         }
@@ -41,11 +44,11 @@ public enum HandlerMain {
     /// One invocation end to end, as the stdin mode runs it: returns the response document.
     public static func invokeOnce(name: String, environment: [String: String], event: [UInt8], factory: Factory) -> JSONValue {
         let decoded = EventCodec.decode(event)
-        var logger = Logger.jsonLines(level: Logger.Level(contractName: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
-        let configuration: AuthConfiguration
+        var logger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment))
+        let settings: LambdaSettings
         do {
-            configuration = try AuthConfiguration.fromEnvironment(environment)
-            logger.logLevel = configuration.logLevel
+            settings = try LambdaSettings.fromEnvironment(environment)
+            logger.logLevel = settings.logLevel
         } catch {
             logger.error("invalid configuration", metadata: ["reason": .string(error.message)])
             return EventCodec.encode(InvocationResponse(error: error), kind: decoded.kind)
@@ -57,19 +60,19 @@ public enum HandlerMain {
         case .failure(let error):
             response = refuse(error, context: context)
         case .success(let request):
-            response = handle(request, context: context, configuration: configuration, factory: factory)
+            response = handle(request, context: context, testMode: settings.testMode) {
+                try factory(environment, context.logger)
+            }
         }
         return EventCodec.encode(response, kind: decoded.kind)
     }
 
     /// Runs the handler, turning every thrown error into the contract's error response (stdin
     /// mode: an unexpected failure is INTERNAL, as there is nobody else to tell).
-    public static func handle(_ request: InvocationRequest, context: InvocationContext,
-                              configuration: AuthConfiguration, factory: Factory) -> InvocationResponse {
+    public static func handle(_ request: InvocationRequest, context: InvocationContext, testMode: Bool,
+                              handler makeHandler: () throws -> any RequestHandler) -> InvocationResponse {
         do {
-            return try respond(to: request, context: context, testMode: configuration.testMode) {
-                try factory(configuration, context.logger)
-            }
+            return try respond(to: request, context: context, testMode: testMode, handler: makeHandler)
         } catch {
             return errorResponse(AuthError.from(error.underlying), context: context)
         }

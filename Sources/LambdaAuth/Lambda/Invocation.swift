@@ -18,16 +18,19 @@ public struct InvocationRequest: Sendable {
     public var headers: [String: String]
     /// The request body, already checked to be a JSON object.
     public var body: [String: JSONValue]
+    /// The HTTP path (`rawPath`, or the REST API's `path`); empty for direct invocations.
+    public var path: String
     /// The client's address as API Gateway or the function URL saw it; nil for direct invocations
     /// (another AWS service or an operator, not a client on the internet).
     public var sourceIP: String?
 
     public init(kind: EventKind, method: String = "POST", headers: [String: String] = [:], body: [String: JSONValue],
-                sourceIP: String? = nil) {
+                path: String = "", sourceIP: String? = nil) {
         self.kind = kind
         self.method = method
         self.headers = headers
         self.body = body
+        self.path = path
         self.sourceIP = sourceIP
     }
 }
@@ -35,17 +38,20 @@ public struct InvocationRequest: Sendable {
 public struct InvocationResponse: Sendable {
     public var status: Int
     public var body: JSONValue
-    /// Headers beyond the two every HTTP response carries (HTTP events only).
-    public var headers: [String: String] = [:]
+    /// HTTP headers that replace or join the defaults (`cache-control: no-store`), lowercase
+    /// names; HTTP events only (a direct invocation's response is the body itself).
+    public var headers: [String: String]
 
-    public init(status: Int = 200, body: JSONValue) {
+    public init(status: Int = 200, body: JSONValue, headers: [String: String] = [:]) {
         self.status = status
         self.body = body
+        self.headers = headers
     }
 
     public init(error: AuthError) {
         self.status = error.status
         self.body = error.body
+        self.headers = [:]
         if let retryAfter = error.retryAfter { headers["retry-after"] = String(retryAfter) }
     }
 }

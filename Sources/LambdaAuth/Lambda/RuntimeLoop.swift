@@ -5,20 +5,20 @@ import Darwin
 #endif
 import Logging
 
-/// The resident life of a handler under Lambda: configuration and handler are built once per
-/// process (so caches, keys and HTTP handles stay warm), then events are served one at a time
+/// The resident life of a handler under Lambda: the handler (secrets, configuration, services)
+/// is built once per process (so caches, keys and HTTP handles stay warm), then events are served one at a time
 /// through the same invocation path as stdin mode. Handlers know nothing of this loop.
 public struct RuntimeLoop: Sendable {
     let client: RuntimeAPIClient
     let handler: any RequestHandler
-    let configuration: AuthConfiguration
+    let testMode: Bool
     let logger: Logger
 
     /// A loop around an already built handler (`run` builds one from the environment).
-    public init(client: RuntimeAPIClient, handler: any RequestHandler, configuration: AuthConfiguration, logger: Logger) {
+    public init(client: RuntimeAPIClient, handler: any RequestHandler, testMode: Bool = false, logger: Logger) {
         self.client = client
         self.handler = handler
-        self.configuration = configuration
+        self.testMode = testMode
         self.logger = logger
     }
 
@@ -26,23 +26,23 @@ public struct RuntimeLoop: Sendable {
     /// status (always non-zero: a healthy loop never ends).
     public static func run(name: String, address: String, environment: [String: String],
                            factory: HandlerMain.Factory) -> Int32 {
-        var logger = Logger.jsonLines(level: Logger.Level(contractName: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
+        var logger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment))
         let client = RuntimeAPIClient(address: address, http: CurlHTTPClient())
-        let configuration: AuthConfiguration
+        let settings: LambdaSettings
         let handler: any RequestHandler
         do {
-            configuration = try AuthConfiguration.fromEnvironment(environment)
-            logger.logLevel = configuration.logLevel
+            settings = try LambdaSettings.fromEnvironment(environment)
+            logger.logLevel = settings.logLevel
         } catch {
             return failInit(client: client, logger: logger, error: error, handlerName: name)
         }
         do {
-            handler = try factory(configuration, logger)
+            handler = try factory(environment, logger)
         } catch {
             return failInit(client: client, logger: logger, error: AuthError.from(error), handlerName: name)
         }
         logger.debug("runtime loop started", metadata: ["handler": .string(name)])
-        let loop = RuntimeLoop(client: client, handler: handler, configuration: configuration, logger: logger)
+        let loop = RuntimeLoop(client: client, handler: handler, testMode: settings.testMode, logger: logger)
         do {
             while true {
                 try loop.serve(try client.next())
@@ -96,7 +96,7 @@ public struct RuntimeLoop: Sendable {
             response = HandlerMain.refuse(error, context: context)
         case .success(let request):
             do {
-                response = try HandlerMain.respond(to: request, context: context, testMode: configuration.testMode) { handler }
+                response = try HandlerMain.respond(to: request, context: context, testMode: testMode) { handler }
             } catch {
                 let typeName = String(describing: type(of: error.underlying))
                 logger.error("the handler failed unexpectedly", metadata: ["errorType": .string(typeName),

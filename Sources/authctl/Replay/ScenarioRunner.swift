@@ -7,12 +7,14 @@ import LambdaAuthTooling
 /// ```json
 /// {"description": "…", "now": "2026-03-01T09:00:00Z", "environment": {"AUTH_MAX_SESSIONS": "5"},
 ///  "steps": [{"name": "…", "handler": "signin", "advance": 0, "kind": "direct|http|rest",
-///             "method": "POST", "headers": {…}, "event": {…} | "eventFile": "Events/…",
+///             "method": "POST", "path": "/auth/signin", "headers": {…}, "event": {…} | "eventFile": "Events/…",
 ///             "environment": {…}, "expect": {"status": 200, "body": {…}} | {"status": 401, "error": "CODE"},
 ///             "save": {"name": "user.id"}}]}
 /// ```
 /// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
-/// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders.
+/// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders; environment
+/// values may hold `{{signingKey NAME}}` (a scenario that sets `AUTH_SIGNING_KEYS` replaces the
+/// backend's own key). `path` is the HTTP path of http/rest events (default `/auth/<handler>`).
 struct Scenario {
     struct Step {
         var name: String
@@ -20,6 +22,7 @@ struct Scenario {
         var advance: Int64
         var kind: String
         var method: String
+        var path: String?
         var headers: [String: String]
         var event: JSONValue
         var environment: [String: String]
@@ -68,6 +71,7 @@ struct Scenario {
             return Step(
                 name: raw["name"]?.stringValue ?? label, handler: handler, advance: raw["advance"]?.int64Value ?? 0,
                 kind: raw["kind"]?.stringValue ?? "direct", method: raw["method"]?.stringValue ?? "POST",
+                path: raw["path"]?.stringValue,
                 headers: try Scenario.stringMap(raw["headers"], fail("\(label): headers must map names to strings")),
                 event: event,
                 environment: try Scenario.stringMap(raw["environment"], fail("\(label): environment must map names to strings")),
@@ -109,15 +113,19 @@ struct ScenarioRunner {
         var clock = scenario.start
         var saved: [String: String] = [:]
         var report: [String] = []
+        let signingKeys = NamedSigningKeys()
         for (index, step) in scenario.steps.enumerated() {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
-            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved)
+            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys)
             let payload = try filler.fill(step.event)
             let headers = try step.headers.mapValues(filler.fill)
-            let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers, path: "/auth/\(step.handler)")
-            var variables = baseEnvironment.merging(scenario.environment) { $1 }.merging(step.environment) { $1 }
+            let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers,
+                                    path: step.path ?? "/auth/\(step.handler)")
+            let scenarioVariables = try scenario.environment.merging(step.environment) { $1 }.mapValues(filler.fill)
+            var variables = baseEnvironment.merging(scenarioVariables) { $1 }
             variables.merge(storeEnvironment) { $1 }
+            if scenarioVariables["AUTH_SIGNING_KEYS"] != nil { variables["AUTH_SIGNING_KEY"] = nil }
             variables["AUTH_TEST_MODE"] = "1"
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))

@@ -7,9 +7,8 @@ import Testing
 /// bodies, retries) and against moto_server's real Secrets Manager and SSM. DynamoDB's mapping of
 /// the same answers is DynamoDBFaultTests'.
 @Suite struct AWSJSONClientTests {
-    static let secretsManager = AWSJSONClient.Service(signingName: "secretsmanager", targetPrefix: "secretsmanager.",
-                                                      displayName: "Secrets Manager")
-    static let ssm = AWSJSONClient.Service(signingName: "ssm", targetPrefix: "AmazonSSM.", displayName: "SSM")
+    static let secretsManager = SecretSource.Store.secretsManager.service
+    static let ssm = SecretSource.Store.ssm.service
     static let credentials = AWSCredentials(accessKeyID: "AKIDJSONCLIENT", secretAccessKey: "json-client-secret", sessionToken: "session")
 
     static func client(_ endpoint: String, service: AWSJSONClient.Service = secretsManager,
@@ -150,7 +149,9 @@ import Testing
                                     credentials: MotoServer.credentials, http: CurlHTTPClient(), sleeper: NoSleeper())
         let document: JSONValue = ["AUTH_CREDENTIALS_SECRET": "0123456789abcdef"]
         let name = "lambda-auth-test/\(suffix)"
-        _ = try secrets.call("CreateSecret", ["Name": .string(name), "SecretString": .string(document.serialized())])
+        // The token makes a CreateSecret retried after a timeout the same request, not a duplicate.
+        _ = try secrets.call("CreateSecret", ["Name": .string(name), "SecretString": .string(document.serialized()),
+                                              "ClientRequestToken": .string("create-\(suffix)-00000000000000000000")])
         let value = try secrets.call("GetSecretValue", ["SecretId": .string(name)])
         #expect(try value["SecretString"]?.stringValue.map { try JSONValue.parse(Array($0.utf8)) } == document)
         let missing = Self.refusal { () throws(AWSCallError) -> JSONValue in try secrets.call("GetSecretValue", ["SecretId": .string(name + "-missing")]) }

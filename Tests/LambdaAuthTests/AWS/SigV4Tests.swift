@@ -90,7 +90,7 @@ import Testing
         let input = directory + "/cases.json"
         try FileSystem.writeAtomically(input, JSONValue.array(cases.map { $0.json }).serializedBytes())
 
-        let script = SigV4Tests.scriptPath("sigv4_botocore.py")
+        let script = TestSupport.scriptPath("sigv4_botocore.py")
         let output = try ProcessRunner.run("/usr/bin/env", arguments: ["python3", script, input], environment: Environment.current())
         // No skip: without python3 and botocore this comparison cannot be made, and that is a failure.
         try #require(output.exitCode == 0, "python3 \(script) failed (is botocore installed? .ci/run installs it): \(output.stderrText)")
@@ -116,12 +116,6 @@ import Testing
         #expect(cases.contains { $0.query.contains { $0.value.isEmpty } })
         #expect(cases.contains { $0.body.unicodeScalars.contains { !$0.isASCII } })
         #expect(cases.contains { $0.url.contains("%25") } && cases.contains { $0.url.contains("%E6") })
-    }
-
-    static func scriptPath(_ name: String, file: String = #filePath) -> String {
-        // Tests/LambdaAuthTests/AWS/SigV4Tests.swift → Tests/Scripts/NAME
-        let tests = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: file)))
-        return tests + "/Scripts/" + name
     }
 }
 

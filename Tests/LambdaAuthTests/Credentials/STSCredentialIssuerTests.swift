@@ -18,7 +18,7 @@ import Testing
         environment["AUTH_STS_ROLE_ARN"] = STSCredentialIssuerTests.role
         environment["AUTH_USER_BUCKET"] = "photos-bucket"
         environment["AUTH_CREDENTIALS_TTL"] = "1800"
-        environment["AUTH_SIGNING_KEY"] = "unused-here"
+        environment["AUTH_SIGNING_KEY"] = AccessTokenKey.generate().pemRepresentation
         let issuer = try STSCredentialIssuer(configuration: AuthConfiguration.fromEnvironment(environment))
         #expect(issuer.durationSeconds == 1800 && issuer.endpoint == moto.endpoint + "/")
         let now = SystemClock().nowSeconds

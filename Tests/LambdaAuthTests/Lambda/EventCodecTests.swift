@@ -20,6 +20,28 @@ import Testing
         #expect(try decoded.request.get().method == "DELETE")
     }
 
+    /// `well-known` routes on the path: `rawPath` (or `requestContext.http.path`) for payload 2.0,
+    /// `path` for REST; a direct event has none.
+    @Test func theHTTPPathIsKept() throws {
+        let v2 = #"{"version":"2.0","rawPath":"/prod/.well-known/jwks.json","requestContext":{"http":{"method":"GET","path":"/x"}}}"#
+        #expect(try EventCodec.decode(Array(v2.utf8)).request.get().path == "/prod/.well-known/jwks.json")
+        let v2WithoutRawPath = #"{"version":"2.0","requestContext":{"http":{"method":"GET","path":"/.well-known/jwks.json"}}}"#
+        #expect(try EventCodec.decode(Array(v2WithoutRawPath.utf8)).request.get().path == "/.well-known/jwks.json")
+        let rest = #"{"httpMethod":"GET","path":"/.well-known/openid-configuration","requestContext":{}}"#
+        #expect(try EventCodec.decode(Array(rest.utf8)).request.get().path == "/.well-known/openid-configuration")
+        #expect(try EventCodec.decode(Array(#"{"document":"jwks"}"#.utf8)).request.get().path == "")
+    }
+
+    /// A response may replace the default headers (a cacheable document); the rest stay, and a
+    /// direct invocation's answer is the body alone.
+    @Test func responseHeadersJoinOrReplaceTheDefaults() {
+        let response = InvocationResponse(body: ["keys": []], headers: ["cache-control": "public, max-age=300"])
+        let http = EventCodec.encode(response, kind: .httpAPIv2)
+        #expect(http["headers"] == ["content-type": "application/json", "cache-control": "public, max-age=300"])
+        #expect(EventCodec.encode(InvocationResponse(body: [:]), kind: .restAPIv1)["headers"]?["cache-control"] == "no-store")
+        #expect(EventCodec.encode(response, kind: .direct) == ["keys": []])
+    }
+
     @Test func directEventIsItsOwnBody() throws {
         let decoded = EventCodec.decode(Array(#"{"refreshToken":"abc"}"#.utf8))
         #expect(decoded.kind == .direct)

@@ -37,7 +37,7 @@ import Testing
         defer { peer.stop() }
         let lines = Lines()
         let client = RuntimeAPIClient(address: peer.address, http: CurlHTTPClient())
-        let loop = RuntimeLoop(client: client, handler: ScriptedHandler(), configuration: try AuthConfiguration.fromEnvironment([:]),
+        let loop = RuntimeLoop(client: client, handler: ScriptedHandler(),
                                logger: Logger.jsonLines(sink: { lines.append($0) }))
         let modes = ["huge", "store", "bug", "fine"]
         for mode in modes {

@@ -202,7 +202,7 @@ import Testing
     @Test func configurationNamesWhatIsMissing() throws {
         let moto = try MotoServer.shared()
         var environment = moto.environment(table: "configured-table")
-        environment["AUTH_SIGNING_KEY"] = "unused-here"
+        environment["AUTH_SIGNING_KEY"] = AccessTokenKey.generate().pemRepresentation
         environment["AUTH_CREDENTIALS_SECRET"] = "0123456789abcdef"
         let configuration = try AuthConfiguration.fromEnvironment(environment)
         let table = try DynamoDBTable(configuration: configuration, clock: FixedClock(now))

@@ -1,0 +1,50 @@
+import Logging
+
+/// The composition of a handler process, outside the Lambda layer: the environment's secrets
+/// (`AUTH_SECRETS`) resolved, then the configuration, then the services, then the handler.
+/// Every main.swift is `HandlerMain.run(name:factory: Startup.handler { … })`.
+public enum Startup {
+    /// A factory for `HandlerMain`: runs once per process under the Runtime API (a failure
+    /// becomes `/runtime/init/error`), once per event in stdin mode (the CONFIG_ERROR response).
+    public static func handler<Handler: RequestHandler>(
+        _ make: @escaping @Sendable (AuthServices) throws(AuthError) -> Handler
+    ) -> HandlerMain.Factory {
+        { environment, logger in
+            try make(try AuthServices.start(environment: environment, logger: logger))
+        }
+    }
+
+    /// `environment` plus what `AUTH_SECRETS` holds; the same environment when it is unset.
+    public static func resolvedEnvironment(_ environment: [String: String], logger: Logger,
+                                           http: @autoclosure () -> any HTTPClient = CurlHTTPClient()) throws(AuthError) -> [String: String] {
+        let reader = EnvironmentReader(environment)
+        guard let value = reader.string("AUTH_SECRETS") else { return environment }
+        let source = try SecretSource(value)
+        guard let region = reader.string("AWS_REGION") ?? reader.string("AWS_DEFAULT_REGION") else {
+            throw AuthError(.configError, "AWS_REGION is required with AUTH_SECRETS")
+        }
+        guard let accessKey = reader.string("AWS_ACCESS_KEY_ID"), let secretKey = reader.string("AWS_SECRET_ACCESS_KEY") else {
+            throw AuthError(.configError, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are required with AUTH_SECRETS")
+        }
+        let endpoint = try reader.url("AUTH_SECRETS_ENDPOINT")
+        if let endpoint, endpoint.hasPrefix("http://"), !JWKSLocation.isLoopback(endpoint) {
+            throw AuthError(.configError, "AUTH_SECRETS_ENDPOINT may use http:// only for a loopback address")
+        }
+        let text = try source.fetch(endpoint: endpoint, region: region,
+                                    credentials: AWSCredentials(accessKeyID: accessKey, secretAccessKey: secretKey,
+                                                                sessionToken: reader.string("AWS_SESSION_TOKEN")),
+                                    http: http())
+        let variables = try source.variables(from: text, environment: environment)
+        logger.info("secrets read", metadata: ["source": .string(source.label),
+                                               "variables": .string(variables.keys.sorted().joined(separator: ","))])
+        return environment.merging(variables) { _, secret in secret }
+    }
+}
+
+extension AuthServices {
+    /// Secrets, configuration and services from a process environment.
+    public static func start(environment: [String: String], logger: Logger) throws(AuthError) -> AuthServices {
+        let resolved = try Startup.resolvedEnvironment(environment, logger: logger)
+        return try AuthServices(configuration: try AuthConfiguration.fromEnvironment(resolved), logger: logger)
+    }
+}

@@ -1,0 +1,71 @@
+import Crypto
+
+/// The access-token keys of one deployment, in order: the first signs, every one verifies and is
+/// published. Rotation is a change of this list (README, "Key rotation"): a new key is added second
+/// (published, not yet signing), moved first, and the old one removed once no token it signed
+/// can still be unexpired.
+public struct AccessTokenKeySet: Sendable {
+    /// Never empty.
+    public let keys: [AccessTokenKey]
+
+    public init(_ keys: [AccessTokenKey]) {
+        precondition(!keys.isEmpty, "an access-token key set needs a signing key")
+        self.keys = keys
+    }
+
+    public var signing: AccessTokenKey { keys[0] }
+
+    public func key(id: String) -> AccessTokenKey? {
+        keys.first { $0.keyID == id }
+    }
+
+    /// The public JWKS: what `well-known` serves and `authctl jwks` prints.
+    public var jwks: JSONValue { ["keys": .array(keys.map(\.publicJWK))] }
+
+    /// Parses concatenated PEM private keys (`AUTH_SIGNING_KEYS`). Every failure is a CONFIG_ERROR
+    /// naming `variable` and the key's position, never the key itself.
+    public static func parse(pem text: String, variable: String) throws(AuthError) -> AccessTokenKeySet {
+        let blocks = try pemBlocks(text, variable: variable)
+        guard !blocks.isEmpty else {
+            throw AuthError(.configError, "\(variable) holds no PEM private key")
+        }
+        var keys: [AccessTokenKey] = []
+        for (index, block) in blocks.enumerated() {
+            let key: AccessTokenKey
+            do {
+                key = AccessTokenKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: block))
+            } catch {
+                throw AuthError(.configError, "\(variable): key \(index + 1) of \(blocks.count) is not a PEM EC P-256 private key")
+            }
+            if let first = keys.firstIndex(where: { $0.keyID == key.keyID }) {
+                throw AuthError(.configError, "\(variable): key \(index + 1) is the same key as key \(first + 1)")
+            }
+            keys.append(key)
+        }
+        return AccessTokenKeySet(keys)
+    }
+
+    /// The `-----BEGIN …-----` … `-----END …-----` blocks of `text`; anything else but whitespace
+    /// between them is refused, so that a truncated or mangled value is not half read.
+    static func pemBlocks(_ text: String, variable: String) throws(AuthError) -> [String] {
+        var blocks: [String] = []
+        var rest = Substring(text)
+        while true {
+            guard let begin = rest.firstRange(of: "-----BEGIN ") else {
+                guard rest.allSatisfy(\.isWhitespace) else {
+                    throw AuthError(.configError, "\(variable) has text outside its PEM blocks")
+                }
+                return blocks
+            }
+            guard rest[..<begin.lowerBound].allSatisfy(\.isWhitespace) else {
+                throw AuthError(.configError, "\(variable) has text outside its PEM blocks")
+            }
+            guard let end = rest[begin.upperBound...].firstRange(of: "-----END "),
+                  let close = rest[end.upperBound...].firstRange(of: "-----") else {
+                throw AuthError(.configError, "\(variable): PEM block \(blocks.count + 1) has no END line")
+            }
+            blocks.append(String(rest[begin.lowerBound..<close.upperBound]))
+            rest = rest[close.upperBound...]
+        }
+    }
+}
