@@ -31,6 +31,9 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case reauthenticationRequired = "REAUTHENTICATION_REQUIRED"
     case rateLimited = "RATE_LIMITED"
     case providerUnavailable = "PROVIDER_UNAVAILABLE"
+    /// signin with an Apple authorizationCode that Apple refuses (invalid_grant) or that belongs
+    /// to another Apple account than the ID token.
+    case authorizationCodeInvalid = "AUTHORIZATION_CODE_INVALID"
 
     public var status: Int {
         switch self {

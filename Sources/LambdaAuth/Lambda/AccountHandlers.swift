@@ -80,6 +80,10 @@ extension SignInRequest {
             }
         }
         profileName = try body.optionalObject("profile")?.optionalString("name", maximumBytes: 256, emptyIsAbsent: true)
+        authorizationCode = try body.optionalString("authorizationCode", maximumBytes: 4096, emptyIsAbsent: true)
+        if authorizationCode != nil, provider != .apple {
+            throw AuthError(.invalidRequest, "authorizationCode is accepted with provider apple only")
+        }
     }
 }
 
