@@ -26,6 +26,12 @@ public final class DevAppleServer: Sendable {
         public var clientID: String
         public var token: String
         public var tokenTypeHint: String?
+
+        public init(clientID: String, token: String, tokenTypeHint: String?) {
+            self.clientID = clientID
+            self.token = token
+            self.tokenTypeHint = tokenTypeHint
+        }
     }
 
     /// Apple's limit on a client secret's lifetime.
@@ -78,6 +84,10 @@ public final class DevAppleServer: Sendable {
     }
 
     public var revocations: [Revocation] { state.withLock { $0.revocations } }
+    /// Every client_secret received, for tests that prove none of them reached a log.
+    public var receivedClientSecrets: [String] {
+        server.requests.compactMap { FormEncoding.decode($0.bodyText)?["client_secret"] }
+    }
     public var issuedRefreshTokens: [String] { state.withLock { $0.issuedRefreshTokens } }
 
     /// While true, every request is answered 503, as Apple failing would be.

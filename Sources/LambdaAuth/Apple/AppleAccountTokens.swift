@@ -57,12 +57,12 @@ struct AppleAccountTokens: Sendable {
     /// Revokes the user's stored Apple refresh token at Apple; none stored: nothing to do. Runs
     /// before anything of the account or identity is deleted, so a failure (PROVIDER_UNAVAILABLE)
     /// leaves everything as it was and the token is never lost unrevoked. The item itself goes
-    /// with the account or the unlink.
+    /// with the account or the unlink. With the back channel off there is nothing to revoke with
+    /// and nothing is read (the flows keep their request budgets); a token kept while it was on
+    /// goes with its item, unrevoked: turning the back channel off is the operator's choice.
     func revokeStored(userID: String, logger: Logger) throws(AuthError) {
+        guard let client, let sealing else { return }
         guard let record = try store.providerToken(userID: userID, provider: .apple) else { return }
-        guard let client, let sealing else {
-            throw AuthError(.configError, "AUTH_APPLE_TEAM_ID, AUTH_APPLE_KEY_ID and AUTH_APPLE_PRIVATE_KEY are required to revoke the stored Apple token")
-        }
         guard let token = sealing.open(record.sealedToken, userID: userID, provider: .apple, subject: record.subject) else {
             throw AuthError(.configError, "AUTH_DATA_KEY does not open the stored Apple token (was the key changed?)",
                             detail: "user \(userID)")
