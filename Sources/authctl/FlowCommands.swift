@@ -36,8 +36,11 @@ struct InvokeCommand: ParsableCommand {
         }
         let now = context.environment["AUTH_NOW"].flatMap { Double($0) ?? ISO8601.parse($0) }.map { Int64($0) }
             ?? SystemClock().nowSeconds
-        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved).fill(template)
-        let result = try environment.invoke(handler, event: event, environment: environment.handlerEnvironment(context.environment))
+        // An Apple authorization code needs Apple's endpoints for the length of the invocation.
+        let apple = template.serialized().contains("{{appleCode") ? try ReplayAppleServer(identityProvider: environment.identityProvider, start: now) : nil
+        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved, appleServer: apple).fill(template)
+        let result = try environment.invoke(handler, event: event,
+                                            environment: environment.handlerEnvironment(context.environment.merging(apple?.environment ?? [:]) { $1 }))
         if !result.log.isEmpty { standardError(String(result.log.dropLast())) }
         guard let document = result.document else { throw CommandFailure("\(handler) printed no JSON response") }
         print(document.prettyPrinted())
