@@ -79,7 +79,7 @@ struct PlaceholderFiller {
     let now: Int64
     let saved: [String: String]
     /// A replayed scenario's dev Apple server, for `{{appleCode …}}`.
-    var appleServer: ReplayAppleServer? = nil
+    var appleServer: DevAppleBackChannel? = nil
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {

@@ -113,7 +113,7 @@ struct ScenarioRunner {
         defer { FileSystem.removeTree(world) }
         let environment = try DevEnvironment(directory: world + "/dev", binDirectory: binDirectory)
         var storeEnvironment = try backend.storeEnvironment(world: world, inherited: baseEnvironment)
-        let apple = scenario.appleServer ? try ReplayAppleServer(identityProvider: environment.identityProvider, start: scenario.start) : nil
+        let apple = scenario.appleServer ? try DevAppleBackChannel(identityProvider: environment.identityProvider, start: scenario.start) : nil
         if let apple { storeEnvironment.merge(apple.environment) { $1 } }
         var clock = scenario.start
         var saved: [String: String] = [:]

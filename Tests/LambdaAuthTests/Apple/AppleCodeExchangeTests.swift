@@ -80,8 +80,11 @@ import Testing
         let down = setup.signIn()
         #expect(down.errorCode == "PROVIDER_UNAVAILABLE" && down.responseBody?["error"]?["status"]?.int64Value == 502, "\(down.stdoutText)")
         #expect(down.responseBody?["error"]?["retryable"] == true)
+        setup.apple.server.stop()
+        let unreachable = setup.signIn()
+        #expect(unreachable.errorCode == "PROVIDER_UNAVAILABLE", "connection refused: \(unreachable.stdoutText)")
         #expect(try setup.world.allItems().allSatisfy { !($0["PK"]?.stringValue ?? "").hasPrefix("USER#") }, "no user was created")
-        setup.expectNoSecretLeaked([unknown, foreign, down])
+        setup.expectNoSecretLeaked([unknown, foreign, down, unreachable])
     }
 
     @Test func aCodeWithoutApplesServerConfigurationIsProviderNotConfigured() throws {

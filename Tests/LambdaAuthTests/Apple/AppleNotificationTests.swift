@@ -129,5 +129,9 @@ import Testing
         }
         #expect(Self.notify(world, "").errorCode == "INVALID_REQUEST")
         #expect(try world.allItems().map(DynamoJSON.encode) == before, "nothing changed")
+        let logs = world.logs.joined(separator: "\n")
+        for (_, payload) in forged {
+            for part in payload.split(separator: ".") where part.count >= 24 { #expect(!logs.contains(part), "a payload reached the logs") }
+        }
     }
 }

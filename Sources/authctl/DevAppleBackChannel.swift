@@ -3,14 +3,15 @@ import LambdaAuth
 import LambdaAuthTooling
 import Synchronization
 
-/// A scenario's Apple back channel (`"appleServer": true`): the dev Apple server on loopback,
-/// accepting the client secrets of a team key made for this replay, on the scenario's clock.
-/// Its ID tokens are signed by the dev identity provider, whose JWKS is Apple's in replays.
-final class ReplayAppleServer: Sendable {
+/// Apple's back channel for a replayed scenario (`"appleServer": true`), `authctl invoke` and the
+/// demo: the dev Apple server on loopback, accepting the client secrets of a team key made for
+/// this run, on the run's clock. Its ID tokens are signed by the dev identity provider, whose
+/// JWKS stands in for Apple's.
+final class DevAppleBackChannel: Sendable {
     static let teamID = "DEVTEAM001"
     static let keyID = "DEVKEY0001"
 
-    /// The scenario's clock as the steps move it, so client secrets are checked at the handlers' time.
+    /// The run's clock as a scenario's steps move it, so client secrets are checked at the handlers' time.
     final class SteppedClock: WallClock, Sendable {
         private let instant: Mutex<Double>
         init(_ start: Int64) { instant = Mutex(Double(start)) }
@@ -25,7 +26,7 @@ final class ReplayAppleServer: Sendable {
 
     init(identityProvider: DevIdentityProvider, start: Int64) throws {
         clock = SteppedClock(start)
-        server = try DevAppleServer(team: DevAppleServer.Team(teamID: ReplayAppleServer.teamID, keyID: ReplayAppleServer.keyID,
+        server = try DevAppleServer(team: DevAppleServer.Team(teamID: DevAppleBackChannel.teamID, keyID: DevAppleBackChannel.keyID,
                                                               publicKey: teamKey.publicKey),
                                     identityProvider: identityProvider, clock: clock)
     }
@@ -34,7 +35,7 @@ final class ReplayAppleServer: Sendable {
 
     var environment: [String: String] {
         server.environment.merging([
-            "AUTH_APPLE_TEAM_ID": ReplayAppleServer.teamID, "AUTH_APPLE_KEY_ID": ReplayAppleServer.keyID,
+            "AUTH_APPLE_TEAM_ID": DevAppleBackChannel.teamID, "AUTH_APPLE_KEY_ID": DevAppleBackChannel.keyID,
             "AUTH_APPLE_PRIVATE_KEY": teamKey.pemRepresentation, "AUTH_DATA_KEY": Base64.encoded(dataKey),
         ]) { $1 }
     }
