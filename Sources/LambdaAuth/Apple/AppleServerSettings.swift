@@ -33,6 +33,14 @@ public struct AppleServerSettings: Sendable {
         for variable in ["AUTH_APPLE_TOKEN_URL", "AUTH_APPLE_REVOKE_URL"] {
             if let url = reader.string(variable) { try AppleServerSettings.validateEndpoint(url, variable: variable) }
         }
+        // Checked even with the back channel off: an invalid value is never silently ignored.
+        var dataKey: [UInt8]?
+        if let encodedDataKey = reader.string("AUTH_DATA_KEY") {
+            guard let decoded = Base64.decoded(encodedDataKey.trimmingCharacters(in: " \n")), decoded.count == 32 else {
+                throw AuthConfiguration.configError("AUTH_DATA_KEY", "must be 32 bytes, base64")
+            }
+            dataKey = decoded
+        }
         guard teamID != nil || keyID != nil || pem != nil else { return nil }
         guard let teamID else { throw AuthConfiguration.configError("AUTH_APPLE_TEAM_ID", "is required with AUTH_APPLE_KEY_ID and AUTH_APPLE_PRIVATE_KEY") }
         guard let keyID else { throw AuthConfiguration.configError("AUTH_APPLE_KEY_ID", "is required with AUTH_APPLE_TEAM_ID and AUTH_APPLE_PRIVATE_KEY") }
@@ -45,11 +53,8 @@ public struct AppleServerSettings: Sendable {
         } catch {
             throw AuthConfiguration.configError(keyVariable, "is not a PEM EC P-256 private key (Apple's .p8)")
         }
-        guard let encodedDataKey = reader.string("AUTH_DATA_KEY") else {
+        guard let dataKey else {
             throw AuthConfiguration.configError("AUTH_DATA_KEY", "is required with AUTH_APPLE_TEAM_ID: Apple's refresh tokens are stored encrypted under it")
-        }
-        guard let dataKey = Base64.decoded(encodedDataKey.trimmingCharacters(in: " \n")), dataKey.count == 32 else {
-            throw AuthConfiguration.configError("AUTH_DATA_KEY", "must be 32 bytes, base64")
         }
         return AppleServerSettings(teamID: teamID, keyID: keyID, privateKey: privateKey,
                                    tokenURL: reader.string("AUTH_APPLE_TOKEN_URL") ?? defaultTokenURL,

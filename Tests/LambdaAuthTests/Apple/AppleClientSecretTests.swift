@@ -122,6 +122,9 @@ import Testing
         badKey["AUTH_DATA_KEY"] = Base64.encoded([UInt8](repeating: 1, count: 16))
         #expect(throws: AuthError.self) { try AuthConfiguration.fromEnvironment(badKey) }
         #expect(try AuthConfiguration.fromEnvironment([:]).appleServer == nil)
+        #expect(throws: AuthError.self, "an invalid AUTH_DATA_KEY is refused even with the back channel off") {
+            try AuthConfiguration.fromEnvironment(["AUTH_DATA_KEY": "c2hvcnQ="])
+        }
         #expect(try AuthConfiguration.fromEnvironment(full).appleServer?.tokenURL == apple.server.tokenURL)
     }
 }
