@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "sessions", targets: ["sessions"]),
         .executable(name: "delete-account", targets: ["delete-account"]),
         .executable(name: "well-known", targets: ["well-known"]),
+        .executable(name: "apple-notifications", targets: ["apple-notifications"]),
         .executable(name: "authctl", targets: ["authctl"]),
     ],
     dependencies: [
@@ -57,6 +58,7 @@ let package = Package(
         .executableTarget(name: "sessions", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "delete-account", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "well-known", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "apple-notifications", dependencies: ["LambdaAuth"]),
         .executableTarget(
             name: "authctl",
             dependencies: [

@@ -81,6 +81,8 @@ struct PlaceholderFiller {
     let now: Int64
     let saved: [String: String]
     var signingKeys = NamedSigningKeys()
+    /// A replayed scenario's dev Apple server, for `{{appleCode …}}`.
+    var appleServer: DevAppleBackChannel? = nil
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {
@@ -120,17 +122,26 @@ struct PlaceholderFiller {
         if head == "signingKey", words.count == 2 {
             return signingKeys.key(named: words[1]).pemRepresentation
         }
+        if head == "appleCode" || head == "appleNotification" {
+            let options = try PlaceholderFiller.options(words.dropFirst())
+            return head == "appleCode" ? try appleCode(options) : try appleNotification(options)
+        }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{signingKey NAME}} or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{signingKey NAME}} or {{$name}}")
         }
         let provider = try ProviderName.parse(words[1])
+        let options = try PlaceholderFiller.options(words.dropFirst(2))
+        let audiences = provider == .google ? DevEnvironment.googleAudiences : DevEnvironment.appleAudiences
+        return try environment.identityProvider.mintToken(provider: provider, options: options, defaultAudience: audiences[0], now: now)
+    }
+
+    static func options(_ words: ArraySlice<String>) throws -> [String: String] {
         var options: [String: String] = [:]
-        for word in words.dropFirst(2) {
+        for word in words {
             guard let equals = word.firstIndex(of: "=") else { throw CommandFailure("placeholder option \(word) needs key=value") }
             options[String(word[..<equals])] = String(word[word.index(after: equals)...])
         }
-        let audiences = provider == .google ? DevEnvironment.googleAudiences : DevEnvironment.appleAudiences
-        return try environment.identityProvider.mintToken(provider: provider, options: options, defaultAudience: audiences[0], now: now)
+        return options
     }
 
     /// Splits on spaces, keeping "quoted values" together.

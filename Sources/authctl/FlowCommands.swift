@@ -36,8 +36,11 @@ struct InvokeCommand: ParsableCommand {
         }
         let now = context.environment["AUTH_NOW"].flatMap { Double($0) ?? ISO8601.parse($0) }.map { Int64($0) }
             ?? SystemClock().nowSeconds
-        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved).fill(template)
-        let result = try environment.invoke(handler, event: event, environment: environment.handlerEnvironment(context.environment))
+        // An Apple authorization code needs Apple's endpoints for the length of the invocation.
+        let apple = template.serialized().contains("{{appleCode") ? try DevAppleBackChannel(identityProvider: environment.identityProvider, start: now) : nil
+        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved, appleServer: apple).fill(template)
+        let result = try environment.invoke(handler, event: event,
+                                            environment: environment.handlerEnvironment(context.environment.merging(apple?.environment ?? [:]) { $1 }))
         if !result.log.isEmpty { standardError(String(result.log.dropLast())) }
         guard let document = result.document else { throw CommandFailure("\(handler) printed no JSON response") }
         print(document.prettyPrinted())
@@ -52,8 +55,9 @@ struct InvokeCommand: ParsableCommand {
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "A Google sign-in, a refresh, an Apple link, a second refresh, the sessions list, a sign-out, a new "
-            + "sign-in and the account's deletion, on the embedded defaults, in a fresh temporary store."
+        abstract: "A Google sign-in, a refresh, an Apple link, a second refresh, the sessions list, a sign-out, an Apple "
+            + "sign-in with its authorization code and the account's deletion (revoking Apple's token first), on the "
+            + "embedded defaults, in a fresh temporary store."
     )
 
     func run() throws {
@@ -64,9 +68,11 @@ struct DemoCommand: ParsableCommand {
         var variables = context.environment.filter { !$0.key.hasPrefix("AUTH_") }
         variables["AUTH_STORE"] = world + "/store"
         variables["AUTH_LOG_LEVEL"] = "warning"
-        variables = environment.handlerEnvironment(variables)
         let now = SystemClock().nowSeconds
-        let filler = PlaceholderFiller(environment: environment, now: now, saved: [:])
+        let apple = try DevAppleBackChannel(identityProvider: environment.identityProvider, start: now)
+        variables.merge(apple.environment) { $1 }
+        variables = environment.handlerEnvironment(variables)
+        let filler = PlaceholderFiller(environment: environment, now: now, saved: [:], appleServer: apple)
 
         func step(_ title: String, _ handler: String, _ event: JSONValue) throws -> JSONValue {
             print("\n== \(title) (\(handler))")
@@ -99,12 +105,17 @@ struct DemoCommand: ParsableCommand {
                      Events.wrap([:], kind: "http", method: "GET", headers: ["authorization": "Bearer " + accessToken], path: "/auth/sessions"))
         _ = try step("Sign out this device (with its refresh token alone)", "signout",
                      ["refreshToken": second["tokens"]!["refreshToken"]!, "scope": "session"])
-        let again = try step("Sign in again with Google: the same user, a new session", "signin",
-                             ["provider": "google", "idToken": .string(googleToken)])
+        let again = try step("Sign in with Apple and its authorization code: the same user, a new session, Apple's refresh token kept sealed",
+                             "signin", ["provider": "apple", "idToken": .string(appleToken),
+                                        "authorizationCode": .string(try filler.fill("{{appleCode sub=001122.demo.3344}}"))])
         _ = try step("Delete the account, re-authenticated with a Google ID token", "delete-account", [
             "accessToken": again["tokens"]!["accessToken"]!, "provider": "google", "idToken": .string(googleToken),
         ])
-        print("\ndemo complete: 8 invocations, all 200; the account and all its items are gone")
+        guard apple.server.revocations.count == 1 else {
+            throw CommandFailure("the demo expected the deletion to revoke Apple's refresh token at the dev Apple server")
+        }
+        print("\ndemo complete: 8 invocations, all 200; Apple's refresh token was revoked at the dev Apple server, "
+              + "then the account and all its items went")
     }
 }
 

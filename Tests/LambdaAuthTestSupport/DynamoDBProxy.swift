@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 import Synchronization
 
 /// A loopback stand-in for DynamoDB that forwards to a real peer (moto_server) and can replace

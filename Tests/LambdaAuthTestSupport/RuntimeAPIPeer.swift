@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -186,7 +186,8 @@ extension AccountStore {
 
     private enum UnlinkStep: Hashable { case profile, userSide, link }
 
-    func unlink(_ identity: LinkedIdentity, from user: UserView, callerSessionID: String, now: Int64) throws(AuthError) -> IdentityChange {
+    /// `callerSessionID` nil: no caller (Apple's notifications), only the version guards it.
+    func unlink(_ identity: LinkedIdentity, from user: UserView, callerSessionID: String?, now: Int64) throws(AuthError) -> IdentityChange {
         let userID = user.profile.userID
         var plan = TransactionPlan<UnlinkStep>()
         plan.add(.profile, identityCountChange(user, by: -1, callerSessionID: callerSessionID, now: now))
@@ -194,6 +195,8 @@ extension AccountStore {
                                     attributes: ExpressionAttributes(values: [":subject": .s(identity.subject)])))
         plan.add(.link, .delete(key: Keys.identityLink(identity.provider, identity.subject), condition: "userId = :user",
                                 attributes: ExpressionAttributes(values: [":user": .s(userID)])))
+        // The provider's stored token goes with the identity (revoked at the provider before).
+        plan.add([.delete(key: Keys.providerToken(userID, identity.provider))])
         guard let cancellation = try table.run(plan) else { return .committed }
         guard cancellation.failed(.profile) || cancellation.failed(.userSide) || cancellation.failed(.link) else {
             throw AuthError(.internal, "internal error", detail: "unlink cancelled: \(cancellation.codes)")
@@ -202,12 +205,14 @@ extension AccountStore {
     }
 
     /// Bumps the version because the user's identities change.
-    private func identityCountChange(_ user: UserView, by delta: Int64, callerSessionID: String, now: Int64) -> TransactWriteAction {
-        .update(key: Keys.profileKey(user.profile.userID),
+    private func identityCountChange(_ user: UserView, by delta: Int64, callerSessionID: String?, now: Int64) -> TransactWriteAction {
+        var names = ["#version": "version"]
+        if let callerSessionID { names["#sid"] = callerSessionID }
+        return .update(key: Keys.profileKey(user.profile.userID),
                 update: "SET identityCount = identityCount + :delta, updatedAt = :now, #version = #version + :one",
-                condition: "attribute_exists(activeSessions.#sid) AND #version = :version",
+                condition: callerSessionID == nil ? "#version = :version" : "attribute_exists(activeSessions.#sid) AND #version = :version",
                 attributes: ExpressionAttributes(
-                    names: ["#sid": callerSessionID, "#version": "version"],
+                    names: names,
                     values: [":delta": .n(delta), ":now": .s(Timestamps.format(now)), ":one": .n(1), ":version": .n(user.profile.version)]))
     }
 }

@@ -12,6 +12,7 @@ public final class AuthServices: Sendable {
     let tokens: TokenService
     let store: AccountStore
     let retry: OptimisticRetry
+    let apple: AppleAccountTokens
 
     public init(configuration: AuthConfiguration, logger: Logger, table: (any Table)? = nil,
                 httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource(),
@@ -31,11 +32,13 @@ public final class AuthServices: Sendable {
         tokens = try TokenService(configuration: configuration, table: store, clock: configuration.clock, random: random)
         self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL)
         retry = OptimisticRetry(sleeper: sleeper, random: random)
+        apple = AppleAccountTokens(settings: configuration.appleServer, http: httpClient, store: self.store, clock: configuration.clock)
     }
 
     var signIn: SignInFlow {
         SignInFlow(verifier: verifier, tokens: tokens, store: store, clock: clock, random: random, retry: retry,
-                   deletion: deletion, emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions)
+                   deletion: deletion, emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions,
+                   apple: apple)
     }
 
     var refresh: RefreshFlow {
@@ -49,10 +52,15 @@ public final class AuthServices: Sendable {
                         enabled: configuration.guestsEnabled, perSourceIP: RateLimit(configuration.guestRate))
     }
 
+    var appleNotifications: AppleNotificationFlow {
+        AppleNotificationFlow(verifier: verifier, store: store, deletion: deletion, clock: clock, retry: retry,
+                              clockSkew: configuration.clockSkew)
+    }
+
     var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }
 
     var linkProvider: LinkProviderFlow {
-        LinkProviderFlow(verifier: verifier, callerCheck: callerCheck, store: store, clock: clock, retry: retry)
+        LinkProviderFlow(verifier: verifier, callerCheck: callerCheck, store: store, clock: clock, retry: retry, apple: apple)
     }
 
     var signOut: SignOutFlow { SignOutFlow(tokens: tokens, store: store, clock: clock, retry: retry) }
@@ -62,7 +70,7 @@ public final class AuthServices: Sendable {
     var deleteAccount: DeleteAccountFlow {
         DeleteAccountFlow(callerCheck: callerCheck,
                           reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow),
-                          store: store, deletion: deletion, clock: clock, retry: retry)
+                          store: store, deletion: deletion, clock: clock, retry: retry, apple: apple)
     }
 
     /// What an operator needs to see of a user (`authctl users show`): the `user` object of the
@@ -87,16 +95,11 @@ public final class AuthServices: Sendable {
 
     /// The same deletion `delete-account` runs, for operators (`authctl users delete`): marks the
     /// user (no caller, no re-authentication) and deletes every item. False when there is no such user.
+    /// Apple's stored token is revoked first, as delete-account does (PROVIDER_UNAVAILABLE: nothing deleted).
     public func deleteUser(_ userID: String, logger: Logger) throws(AuthError) -> Bool {
-        let marked = try retry.run("account deletion") { () throws(AuthError) -> Bool? in
-            guard let user = try store.user(userID) else { return false }
-            if user.profile.deletionRequestedAt != nil { return true }
-            return try store.markForDeletion(user, callerSessionID: nil, now: clock.nowSeconds) ? true : nil
+        try deletion.deleteWithoutCaller(userID: userID, now: clock.nowSeconds, logger: logger) { () throws(AuthError) in
+            try apple.revokeStored(userID: userID, logger: logger)
         }
-        let leftovers = try store.deletableItems(of: userID)
-        guard marked || !leftovers.isEmpty else { return false }
-        try deletion.finish(userID: userID, logger: logger)
-        return true
     }
 
     /// The access-token keys, if configured or created; never creates one.

@@ -12,6 +12,7 @@ struct LinkProviderFlow: Sendable {
     let store: AccountStore
     let clock: any WallClock
     let retry: OptimisticRetry
+    let apple: AppleAccountTokens
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
         try callerCheck.check(accessToken, logger: logger)
@@ -69,12 +70,19 @@ struct LinkProviderFlow: Sendable {
     }
 
     /// Unlinking what is not linked leaves the user as requested: an idempotent success.
+    /// Unlinking Apple revokes its stored token at Apple first (PROVIDER_UNAVAILABLE: nothing
+    /// unlinked); the token's item goes in the unlink's transaction.
     func unlink(_ provider: ProviderName, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
+        var revoked = false
         return try callerCheck.retrying("unlink", for: caller, with: retry) { (read: UserView) throws(AuthError) -> UserView? in
             var user = read
             guard let identity = user.identities.first(where: { $0.provider == provider }) else { return user }
             guard user.identities.count > 1 else {
                 throw AuthError(.lastIdentity, "the \(provider.rawValue) identity is the user's last; link another before removing it")
+            }
+            if provider == .apple, !revoked {
+                try apple.revokeStored(userID: caller.userID, logger: logger)
+                revoked = true
             }
             let now = clock.nowSeconds
             switch try store.unlink(identity, from: user, callerSessionID: caller.sessionID, now: now) {

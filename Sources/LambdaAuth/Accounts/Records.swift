@@ -122,6 +122,8 @@ struct LinkedIdentity: Sendable {
     var subject: String
     var email: String?
     var linkedAt: Int64
+    /// Apple's email-disabled / email-enabled notifications; nil until one arrives.
+    var emailDeliverable: Bool?
 
     init(provider: ProviderName, subject: String, email: String?, linkedAt: Int64) {
         self.provider = provider
@@ -138,6 +140,7 @@ struct LinkedIdentity: Sendable {
         self.subject = subject
         self.email = item["email"]?.stringValue
         self.linkedAt = item["linkedAt"].flatMap(Timestamps.parse) ?? 0
+        self.emailDeliverable = item["emailDeliverable"]?.boolValue
     }
 
     func userSideItem(userID: String) -> Item {
@@ -145,6 +148,7 @@ struct LinkedIdentity: Sendable {
         item["subject"] = .s(subject)
         item["email"] = email.map(AttributeValue.s) ?? .null
         item["linkedAt"] = .s(Timestamps.format(linkedAt))
+        if let emailDeliverable { item["emailDeliverable"] = .bool(emailDeliverable) }
         return item
     }
 
@@ -165,8 +169,10 @@ struct LinkedIdentity: Sendable {
     }
 
     var json: JSONValue {
-        ["provider": .string(provider.rawValue), "subject": .string(subject),
-         "email": email.map(JSONValue.string) ?? .null, "linkedAt": .string(Timestamps.format(linkedAt))]
+        var json: [String: JSONValue] = ["provider": .string(provider.rawValue), "subject": .string(subject),
+                                         "email": email.map(JSONValue.string) ?? .null, "linkedAt": .string(Timestamps.format(linkedAt))]
+        if let emailDeliverable { json["emailDeliverable"] = .bool(emailDeliverable) }
+        return .object(json)
     }
 }
 

@@ -8,6 +8,8 @@ struct SignInRequest: Sendable {
     var device: [String: String]
     /// Apple sends the name once, from the app, beside the ID token.
     var profileName: String?
+    /// Apple only: exchanged at Apple, whose refresh token is then kept (contract section 8).
+    var authorizationCode: String? = nil
 }
 
 struct SignInResult {
@@ -31,10 +33,16 @@ struct SignInFlow: Sendable {
     let deletion: AccountDeletion
     let emailLinking: AuthConfiguration.EmailLinking
     let maxSessions: Int
+    let apple: AppleAccountTokens
 
     func signIn(_ request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
         let identity = try verifier.verify(request.idToken, provider: request.provider, nonce: request.nonce)
+        // Before any write: a refused code signs nobody in.
+        let grant = try request.authorizationCode.map { (code) throws(AuthError) in try apple.exchange(code, for: identity) }
         let result = try findOrCreateUser(identity, request: request, logger: logger)
+        if let grant {
+            try apple.keep(grant, userID: result.user.profile.userID, subject: identity.subject, logger: logger)
+        }
         logger.info("signed in", metadata: ["userId": .string(result.user.profile.userID), "sessionId": .string(result.session.sessionID),
                                   "provider": .string(identity.provider.rawValue), "newUser": .bool(result.isNewUser)])
         return result

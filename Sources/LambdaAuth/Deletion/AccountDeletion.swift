@@ -35,6 +35,26 @@ struct AccountDeletion: Sendable {
             return nil  // someone else finished or changed it meanwhile: read again
         }
     }
+
+    /// Marks (no caller, no re-authentication) and deletes every item: for operators and for
+    /// Apple's notifications. `beforeMark` runs once, before the mark, unless an earlier request
+    /// marked the user already. False when there is no such user.
+    func deleteWithoutCaller(userID: String, now: Int64, logger: Logger, beforeMark: () throws(AuthError) -> Void = {}) throws(AuthError) -> Bool {
+        var prepared = false
+        let marked = try retry.run("account deletion") { () throws(AuthError) -> Bool? in
+            guard let user = try store.user(userID) else { return false }
+            if user.profile.deletionRequestedAt != nil { return true }
+            if !prepared {
+                try beforeMark()
+                prepared = true
+            }
+            return try store.markForDeletion(user, callerSessionID: nil, now: now) ? true : nil
+        }
+        let leftovers = try store.deletableItems(of: userID)
+        guard marked || !leftovers.isEmpty else { return false }
+        try finish(userID: userID, logger: logger)
+        return true
+    }
 }
 
 /// Whether the caller must prove again who they are before deleting the account.
@@ -73,6 +93,7 @@ struct DeleteAccountFlow: Sendable {
     let deletion: AccountDeletion
     let clock: any WallClock
     let retry: OptimisticRetry
+    let apple: AppleAccountTokens
 
     func authenticate(_ accessToken: String, logger: Logger) throws(AuthError) -> Caller {
         try callerCheck.check(accessToken, allowingPendingDeletion: true, logger: logger)
@@ -82,12 +103,19 @@ struct DeleteAccountFlow: Sendable {
     /// crash would, right after the mark, so recorded scenarios can show the resumption.
     func delete(for caller: Caller, proof: Reauthentication.Proof?, interruptAfterMark: Bool = false,
                 logger: Logger) throws(AuthError) -> String {
+        var revoked = false
         try callerCheck.retrying("account deletion", for: caller, with: retry, allowingPendingDeletion: true) { (user: UserView) throws(AuthError) -> Void? in
             // An earlier, authorised request marked it: finishing needs no new proof.
             if user.profile.deletionRequestedAt != nil { return () }
             let now = clock.nowSeconds
             let session = try store.session(userID: caller.userID, sessionID: caller.sessionID)
             try reauthentication.check(proof, user: user, sessionCreatedAt: session?.createdAt, now: now)
+            // Before the mark: once marked, the next sign-in finishes the deletion, and a token
+            // Apple cannot be told about must not outlive the account (PROVIDER_UNAVAILABLE instead).
+            if !revoked {
+                try apple.revokeStored(userID: caller.userID, logger: logger)
+                revoked = true
+            }
             guard try store.markForDeletion(user, callerSessionID: caller.sessionID, now: now) else { return nil }
             logger.info("account deletion requested", metadata: ["userId": .string(caller.userID), "sessionId": .string(caller.sessionID)])
             return ()

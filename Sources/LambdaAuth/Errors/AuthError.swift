@@ -32,6 +32,9 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case rateLimited = "RATE_LIMITED"
     case providerUnavailable = "PROVIDER_UNAVAILABLE"
     case notFound = "NOT_FOUND"
+    /// signin with an Apple authorizationCode that Apple refuses (invalid_grant) or that belongs
+    /// to another Apple account than the ID token.
+    case authorizationCodeInvalid = "AUTHORIZATION_CODE_INVALID"
 
     public var status: Int {
         switch self {

@@ -99,6 +99,14 @@ public final class IDTokenVerifier: Sendable {
     }
 
     public func verify(_ token: String, provider: ProviderName, nonce: String?) throws(AuthError) -> VerifiedIdentity {
+        let claims = try verifiedClaims(token, provider: provider)
+        try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: requireNonce)
+        return try VerifiedIdentity(provider: provider, claims: claims)
+    }
+
+    /// Every check of `verify` but the nonce and `sub`: what a token of the provider that is not
+    /// a sign-in needs (Apple's server-to-server notifications carry neither).
+    public func verifiedClaims(_ token: String, provider: ProviderName) throws(AuthError) -> [String: JSONValue] {
         guard token.utf8.count <= CompactJWS.maximumBytes else {
             throw AuthError(.invalidRequest, "the ID token is longer than 16 KiB")
         }
@@ -116,7 +124,6 @@ public final class IDTokenVerifier: Sendable {
         try IDTokenClaims.checkIssuer(claims, issuers: state.issuers)
         try IDTokenClaims.checkAudience(claims, audiences: state.audiences)
         try IDTokenClaims.checkTimes(claims, now: clock.now(), skew: clockSkew)
-        try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: requireNonce)
-        return try VerifiedIdentity(provider: provider, claims: claims)
+        return claims
     }
 }

@@ -83,6 +83,10 @@ extension SignInRequest {
         nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
         device = try SignInRequest.device(body)
         profileName = try body.optionalObject("profile")?.optionalString("name", maximumBytes: 256, emptyIsAbsent: true)
+        authorizationCode = try body.optionalString("authorizationCode", maximumBytes: 4096, emptyIsAbsent: true)
+        if authorizationCode != nil, provider != .apple {
+            throw AuthError(.invalidRequest, "authorizationCode is accepted with provider apple only")
+        }
     }
 }
 

@@ -11,6 +11,9 @@ import LambdaAuthTooling
 ///             "environment": {…}, "expect": {"status": 200, "body": {…}} | {"status": 401, "error": "CODE"},
 ///             "save": {"name": "user.id"}}]}
 /// ```
+/// `"appleServer": true` starts the dev Apple server for the scenario (placeholders
+/// `{{appleCode …}}`, `{{appleNotification …}}`; `expect.appleRevocations`: how many tokens it has
+/// revoked by the end of the step).
 /// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
 /// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders; environment
 /// values may hold `{{signingKey NAME}}` (a scenario that sets `AUTH_SIGNING_KEYS` replaces the
@@ -30,6 +33,7 @@ struct Scenario {
         var expectedBody: JSONValue?
         var expectedError: String?
         var save: [String: String]
+        var expectedAppleRevocations: Int?
     }
 
     var path: String
@@ -37,6 +41,7 @@ struct Scenario {
     var start: Int64
     var environment: [String: String]
     var steps: [Step]
+    var appleServer: Bool
 
     init(path: String, root: String) throws {
         self.path = path
@@ -51,6 +56,7 @@ struct Scenario {
         guard let now = json["now"]?.stringValue.flatMap(ISO8601.parse) else { throw fail("needs \"now\" as an ISO-8601 time") }
         start = Int64(now)
         environment = try Scenario.stringMap(json["environment"], fail("environment must map names to strings"))
+        appleServer = json["appleServer"] == true
         guard let rawSteps = json["steps"]?.arrayValue, !rawSteps.isEmpty else { throw fail("needs a non-empty \"steps\" array") }
         steps = try rawSteps.enumerated().map { index, raw in
             let label = "step \(index + 1)"
@@ -76,7 +82,8 @@ struct Scenario {
                 event: event,
                 environment: try Scenario.stringMap(raw["environment"], fail("\(label): environment must map names to strings")),
                 expectedStatus: Int(status), expectedBody: expect["body"], expectedError: expect["error"]?.stringValue,
-                save: try Scenario.stringMap(raw["save"], fail("\(label): save must map names to paths")))
+                save: try Scenario.stringMap(raw["save"], fail("\(label): save must map names to paths")),
+                expectedAppleRevocations: expect["appleRevocations"]?.int64Value.map(Int.init))
         }
     }
 
@@ -109,7 +116,9 @@ struct ScenarioRunner {
         let world = try FileSystem.makeTemporaryDirectory(prefix: "authctl-replay")
         defer { FileSystem.removeTree(world) }
         let environment = try DevEnvironment(directory: world + "/dev", binDirectory: binDirectory)
-        let storeEnvironment = try backend.storeEnvironment(world: world, inherited: baseEnvironment)
+        var storeEnvironment = try backend.storeEnvironment(world: world, inherited: baseEnvironment)
+        let apple = scenario.appleServer ? try DevAppleBackChannel(identityProvider: environment.identityProvider, start: scenario.start) : nil
+        if let apple { storeEnvironment.merge(apple.environment) { $1 } }
         var clock = scenario.start
         var saved: [String: String] = [:]
         var report: [String] = []
@@ -117,7 +126,8 @@ struct ScenarioRunner {
         for (index, step) in scenario.steps.enumerated() {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
-            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys)
+            apple?.clock.set(clock)
+            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys, appleServer: apple)
             let payload = try filler.fill(step.event)
             let headers = try step.headers.mapValues(filler.fill)
             let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers,
@@ -129,7 +139,10 @@ struct ScenarioRunner {
             variables["AUTH_TEST_MODE"] = "1"
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
-            let problems = check(step, invocation, saved: saved)
+            var problems = check(step, invocation, saved: saved)
+            if let expected = step.expectedAppleRevocations, expected != apple?.server.revocations.count {
+                problems.append("Apple revocations: expected \(expected), the dev Apple server has \(apple?.server.revocations.count ?? 0)")
+            }
             if problems.isEmpty {
                 if verbose { report.append("  ok   \(label)") }
             } else {

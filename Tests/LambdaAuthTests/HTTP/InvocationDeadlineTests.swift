@@ -1,4 +1,5 @@
 @testable import LambdaAuth
+import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 

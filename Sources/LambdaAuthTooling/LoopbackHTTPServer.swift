@@ -1,13 +1,12 @@
 import LambdaAuth
-import LambdaAuthTooling
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A small HTTP/1.1 server on 127.0.0.1 for tests: a JWKS endpoint, a Lambda Runtime API peer,
-/// a faulty AWS endpoint. The test decides every response through `responder` and can read what
-/// was received. One thread per connection; keep-alive supported; stops when `stop()` is called.
+/// A small HTTP/1.1 server on 127.0.0.1 for tests and the dev identity provider: a JWKS endpoint,
+/// a Lambda Runtime API peer, a faulty AWS endpoint, Apple's token endpoints. The owner decides
+/// every response through `responder` and can read what was received. One thread per connection; keep-alive supported; stops when `stop()` is called.
 public final class LoopbackHTTPServer: Sendable {
     public struct Request: Sendable {
         public var method: String

@@ -1,0 +1,73 @@
+import Crypto
+
+/// Sign in with Apple's back channel (contract section 8): the team's `.p8` key that signs the
+/// `client_secret`, Apple's token and revocation endpoints, and the key that seals Apple's
+/// refresh tokens at rest. Present only when the team id, key id and private key are all set.
+public struct AppleServerSettings: Sendable {
+    public var teamID: String
+    public var keyID: String
+    public var privateKey: P256.Signing.PrivateKey
+    public var tokenURL: String
+    public var revokeURL: String
+    /// AES-256-GCM key for the stored Apple refresh tokens (AUTH_DATA_KEY).
+    public var dataKey: SymmetricKey
+
+    public static let defaultTokenURL = "https://appleid.apple.com/auth/token"
+    public static let defaultRevokeURL = "https://appleid.apple.com/auth/revoke"
+
+    /// nil when none of the three is set (the back channel is off). Some but not all of them is a
+    /// CONFIG_ERROR naming what is missing; no message ever quotes a value.
+    static func fromEnvironment(_ reader: EnvironmentReader) throws(AuthError) -> AppleServerSettings? {
+        let teamID = reader.string("AUTH_APPLE_TEAM_ID")
+        let keyID = reader.string("AUTH_APPLE_KEY_ID")
+        var pem = reader.string("AUTH_APPLE_PRIVATE_KEY")
+        var keyVariable = "AUTH_APPLE_PRIVATE_KEY"
+        if pem == nil, let path = reader.string("AUTH_APPLE_PRIVATE_KEY_FILE") {
+            keyVariable = "AUTH_APPLE_PRIVATE_KEY_FILE"
+            do {
+                pem = String(decoding: try FileSystem.readFile(path, limit: 64 << 10), as: UTF8.self)
+            } catch {
+                throw AuthConfiguration.configError("AUTH_APPLE_PRIVATE_KEY_FILE", "cannot be read")
+            }
+        }
+        for variable in ["AUTH_APPLE_TOKEN_URL", "AUTH_APPLE_REVOKE_URL"] {
+            if let url = reader.string(variable) { try AppleServerSettings.validateEndpoint(url, variable: variable) }
+        }
+        // Checked even with the back channel off: an invalid value is never silently ignored.
+        var dataKey: [UInt8]?
+        if let encodedDataKey = reader.string("AUTH_DATA_KEY") {
+            guard let decoded = Base64.decoded(encodedDataKey.trimmingCharacters(in: " \n")), decoded.count == 32 else {
+                throw AuthConfiguration.configError("AUTH_DATA_KEY", "must be 32 bytes, base64")
+            }
+            dataKey = decoded
+        }
+        guard teamID != nil || keyID != nil || pem != nil else { return nil }
+        guard let teamID else { throw AuthConfiguration.configError("AUTH_APPLE_TEAM_ID", "is required with AUTH_APPLE_KEY_ID and AUTH_APPLE_PRIVATE_KEY") }
+        guard let keyID else { throw AuthConfiguration.configError("AUTH_APPLE_KEY_ID", "is required with AUTH_APPLE_TEAM_ID and AUTH_APPLE_PRIVATE_KEY") }
+        guard let pem else {
+            throw AuthConfiguration.configError("AUTH_APPLE_PRIVATE_KEY", "(or AUTH_APPLE_PRIVATE_KEY_FILE) is required with AUTH_APPLE_TEAM_ID and AUTH_APPLE_KEY_ID")
+        }
+        let privateKey: P256.Signing.PrivateKey
+        do {
+            privateKey = try P256.Signing.PrivateKey(pemRepresentation: pem)
+        } catch {
+            throw AuthConfiguration.configError(keyVariable, "is not a PEM EC P-256 private key (Apple's .p8)")
+        }
+        guard let dataKey else {
+            throw AuthConfiguration.configError("AUTH_DATA_KEY", "is required with AUTH_APPLE_TEAM_ID: Apple's refresh tokens are stored encrypted under it")
+        }
+        return AppleServerSettings(teamID: teamID, keyID: keyID, privateKey: privateKey,
+                                   tokenURL: reader.string("AUTH_APPLE_TOKEN_URL") ?? defaultTokenURL,
+                                   revokeURL: reader.string("AUTH_APPLE_REVOKE_URL") ?? defaultRevokeURL,
+                                   dataKey: SymmetricKey(data: dataKey))
+    }
+
+    /// https, or http to a loopback address only: the same rule as the JWKS URLs (the client
+    /// secret and Apple's tokens never cross a network in the clear).
+    static func validateEndpoint(_ url: String, variable: String) throws(AuthError) {
+        switch try JWKSLocation(url, variable: variable) {
+        case .https, .loopbackHTTP: return
+        case .file: throw AuthConfiguration.configError(variable, "must be an https:// or loopback http:// URL")
+        }
+    }
+}

@@ -1,0 +1,11 @@
+/// `apple-notifications`: `{"payload": "<JWT>"}` → `{"handled": "<type>"}` (contract section 8).
+public struct AppleNotificationsHandler: RequestHandler {
+    let flow: AppleNotificationFlow
+    public init(services: AuthServices) { flow = services.appleNotifications }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        try request.requireMethod("POST")
+        let payload = try RequestBody(request.body).requiredString("payload", maximumBytes: 16 << 10)
+        return InvocationResponse(body: ["handled": .string(try flow.handle(payload: payload, logger: context.logger))])
+    }
+}
