@@ -27,7 +27,7 @@ public struct RuntimeLoop: Sendable {
     public static func run(name: String, address: String, environment: [String: String],
                            factory: HandlerMain.Factory) -> Int32 {
         var logger = Logger.jsonLines(level: Logger.Level(contractName: environment["AUTH_LOG_LEVEL"] ?? "") ?? .info)
-        let client = RuntimeAPIClient(address: address, http: CurlHTTPClient())
+        let client = RuntimeAPIClient(address: address)
         let configuration: AuthConfiguration
         let handler: any RequestHandler
         do {
