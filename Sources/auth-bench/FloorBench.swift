@@ -27,6 +27,40 @@ enum FloorBench {
         for (handler, executable) in executables {
             coldStart(handler, executable, world: world, &table)
         }
+        warmInvocations(world, executables: Dictionary(uniqueKeysWithValues: executables), &table)
+    }
+
+    /// Warm invocations through the Runtime API of the handlers whose invocation can be repeated
+    /// on one user (refresh's rotation chain is RuntimeBench's): a returning user's sign-in, a
+    /// link and unlink in turn, the sessions list. Sign-out and deletion end what they act on.
+    static func warmInvocations(_ world: FlowBench.World, executables: [String: (path: String, label: String)],
+                                _ table: inout BenchTable) {
+        let now = SystemClock().nowSeconds
+        let google = { world.token(.google, subject: "warm-user", email: "warm@example.com", now: now) }
+        let apple = world.token(.apple, subject: "000123.warm", email: nil, now: now)
+        guard let accessToken = world.invoke("signin", ["provider": "google", "idToken": .string(google())]).body["tokens"]?["accessToken"] else {
+            table.add("floor", "warm invocations", "the first sign-in failed")
+            return
+        }
+        // Sign-in last: its new sessions evict the one whose access token the others present.
+        let cases: [(String, (Int) -> JSONValue)] = [
+            ("link-provider", { index in
+                index % 2 == 0 ? ["provider": "apple", "idToken": .string(apple), "accessToken": accessToken]
+                    : ["provider": "apple", "action": "unlink", "accessToken": accessToken]
+            }),
+            ("sessions", { _ in ["accessToken": accessToken] }),
+            ("signin", { _ in ["provider": "google", "idToken": .string(google())] }),
+        ]
+        for (handler, event) in cases {
+            guard let executable = executables[handler] else { continue }
+            switch ResidentHandler.measure(executable.path, environment: world.environment, warmUp: 20, count: 201, event: event) {
+            case .success(let samples):
+                table.add("floor", "warm \(handler) invocation through the Runtime API (\(executable.label)), median / p99 of 201",
+                          format(percentile(samples, 0.5), decimals: 3) + " / " + format(percentile(samples, 0.99), decimals: 3) + " ms")
+            case .failure(let reason):
+                table.add("floor", "warm \(handler) invocation", reason.description)
+            }
+        }
     }
 
     /// The binary that ships (the bootstrap of `dist/<handler>.zip`) when `make package` made
@@ -140,6 +174,40 @@ enum FloorBench {
             return path.split(separator: "/").last.map(String.init)
         }
         return Array(Set(names)).sorted()
+    }
+}
+
+/// One resident handler process behind a loopback Runtime API peer.
+enum ResidentHandler {
+    /// Milliseconds from handing each event to the blocked `/next` until its answer is posted;
+    /// every answer must be a success (no `error` member).
+    static func measure(_ executable: String, environment: [String: String], warmUp: Int, count: Int,
+                        event: (Int) -> JSONValue) -> Result<[Double], BenchFailure> {
+        guard let peer = try? RuntimeAPIPeer() else { return .failure(BenchFailure("no loopback peer could start")) }
+        defer { peer.stop() }
+        var variables = environment
+        variables["AWS_LAMBDA_RUNTIME_API"] = peer.address
+        let process: RunningProcess
+        do {
+            process = try ProcessRunner.start(executable, environment: variables)
+        } catch {
+            return .failure(BenchFailure(error.description))
+        }
+        BackgroundThread.detach { _ = process.finish() }
+        defer { process.kill(SIGKILL) }
+        var samples: [Double] = []
+        for index in 0..<(warmUp + count) {
+            let body = event(index).serializedBytes()
+            guard peer.waitForNextRequests(index + 1, timeout: 10) else { return .failure(BenchFailure("no /next after \(index) invocations")) }
+            let started = monotonicSeconds()
+            peer.enqueue(RuntimeAPIPeer.Event(requestID: "warm-\(index)", body: body))
+            guard let post = peer.waitForPost(index, timeout: 10) else { return .failure(BenchFailure("stalled after \(index) invocations")) }
+            guard post.kind == .response, let answer = post.json, answer["error"] == nil else {
+                return .failure(BenchFailure("invocation \(index) failed: \(String(decoding: post.body.prefix(200), as: UTF8.self))"))
+            }
+            if index >= warmUp { samples.append((post.receivedAt - started) * 1000) }
+        }
+        return .success(samples)
     }
 }
 
