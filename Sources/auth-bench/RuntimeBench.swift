@@ -11,6 +11,7 @@ import Glibc
 enum RuntimeBench {
     static var section: BenchSection { BenchSection(name: "runtime") { table in
         warmInvocations(&table)
+        transportRoundTrips(&table)
         zipSizes(&table)
     } }
 
@@ -85,6 +86,39 @@ enum RuntimeBench {
         }
         table.add(name, "after each response (store maintenance), median / p99 / max of \(measured)",
                   [0.5, 0.99, 1].map { format(percentile(afterResponse, $0)) }.joined(separator: " / ") + " ms")
+    }
+
+    /// The Runtime API client's own share of a warm invocation: `/next` and its `/response`
+    /// against a peer that answers at once, over our socket and over libcurl, in alternating
+    /// blocks so that both see the same machine.
+    static func transportRoundTrips(_ table: inout BenchTable) {
+        guard let peer = try? RuntimeAPIPeer() else {
+            table.add("runtime", "Runtime API round trip", "no loopback peer could start")
+            return
+        }
+        defer { peer.stop() }
+        let clients = [("socket", RuntimeAPIClient(address: peer.address)),
+                       ("libcurl", RuntimeAPIClient(address: peer.address, http: CurlHTTPClient()))]
+        var samples: [String: [Double]] = [:]
+        let body = Array(#"{"refreshToken":"0123456789abcdefghijklmnopqrstuvwxyz0123456789ab"}"#.utf8)
+        for block in 0..<42 {
+            for (name, client) in clients {
+                for index in 0..<50 {
+                    peer.enqueue(RuntimeAPIPeer.Event(requestID: "trip-\(name)-\(block)-\(index)", body: body))
+                    let started = monotonicSeconds()
+                    guard let invocation = try? client.next(), (try? client.respond(requestID: invocation.requestID, body: body)) == 202 else {
+                        table.add("runtime", "Runtime API round trip over \(name)", "failed")
+                        return
+                    }
+                    if block > 0 { samples[name, default: []].append((monotonicSeconds() - started) * 1000) }
+                }
+            }
+        }
+        for (name, _) in clients {
+            let values = samples[name] ?? []
+            table.add("runtime", "Runtime API /next + /response over \(name), median / p99 of \(values.count)",
+                      format(percentile(values, 0.5), decimals: 3) + " / " + format(percentile(values, 0.99), decimals: 3) + " ms")
+        }
     }
 
     static func zipSizes(_ table: inout BenchTable) {
