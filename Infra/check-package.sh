@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks that dist/<handler>.zip can run on Lambda's provided.al2023 (glibc 2.34, GCC 11's
 # libstdc++): symbol versions, shared libraries, no Foundation at run time, a stripped
-# `bootstrap` that answers an event in stdin mode. Exits non-zero when any zip fails,
+# `bootstrap` that answers an event in stdin mode and asks the Runtime API for its first event
+# with no HTTP library loaded. Exits non-zero when any zip fails,
 # after printing every violation it found. Usage: Infra/check-package.sh [DIST_DIR]
 #        Infra/check-package.sh --self-test   (proves the checker rejects a bad binary)
 set -euo pipefail
@@ -61,6 +62,46 @@ check_binary() {
     return $((violations > 0))
 }
 
+# Runs BINARY under a loopback Runtime API that never answers and prints the shared libraries
+# mapped when it asks for its first event; fails when it does not ask, or has an HTTP/TLS library
+# mapped by then (the Runtime API client is a plain socket; libcurl waits for the first HTTPS call).
+first_event_libraries() {
+    python3 - "$1" <<'PY'
+import os, socket, subprocess, sys, tempfile
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+listener.settimeout(10)
+store = tempfile.mkdtemp()
+process = subprocess.Popen([sys.argv[1]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env={"PATH": "/usr/bin:/bin", "AUTH_STORE": store,
+                                "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:%d" % listener.getsockname()[1]})
+try:
+    connection, _ = listener.accept()
+    connection.settimeout(10)
+    request = b""
+    while b"\r\n\r\n" not in request:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        request += chunk
+    if not request.startswith(b"GET /2018-06-01/runtime/invocation/next HTTP/1.1\r\n"):
+        print("asked %r instead of /invocation/next" % request[:60])
+        sys.exit(1)
+    with open("/proc/%d/maps" % process.pid) as maps:
+        names = sorted({line.split()[-1].rsplit("/", 1)[-1] for line in maps if ".so" in line.split()[-1]})
+except socket.timeout:
+    print("never asked for an event")
+    sys.exit(1)
+finally:
+    process.kill()
+    process.wait()
+http = [name for name in names if name.startswith(("libcurl", "libssl", "libcrypto", "libnghttp"))]
+print("%d libraries at the first /next: %s" % (len(names), " ".join(names)))
+sys.exit(1 if http else 0)
+PY
+}
+
 self_test() {
     local work
     work=$(mktemp -d)
@@ -98,7 +139,8 @@ fi
 
 dist=${1:-dist}
 status=0
-for handler in signin refresh link-provider; do
+# make package passes its HANDLERS; run by hand, every handler the project ships.
+for handler in ${HANDLERS:-signin refresh link-provider signout sessions delete-account well-known apple-notifications}; do
     zip_file="$dist/$handler.zip"
     if [ ! -f "$zip_file" ]; then
         echo "FAIL $zip_file: missing (run make package)"
@@ -119,6 +161,9 @@ for handler in signin refresh link-provider; do
         if ! python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(d["error"]["code"] != "INVALID_REQUEST")' "$answer" 2>/dev/null; then
             problems+=$'\n'"  bootstrap answered ${answer:-nothing} instead of INVALID_REQUEST"
         fi
+        if ! libraries=$(first_event_libraries "$work/bootstrap"); then
+            problems+=$'\n'"  under the Runtime API: $libraries"
+        fi
     else
         problems+="  bootstrap is missing or not executable"
     fi
@@ -138,7 +183,7 @@ for handler in signin refresh link-provider; do
         echo "$problems" | sed '/^$/d'
         status=1
     else
-        echo "ok   $zip_file ($size bytes): glibc <= $MAX_GLIBC, libstdc++ <= $MAX_GLIBCXX, al2023 libraries only, no Foundation, answers INVALID_REQUEST"
+        echo "ok   $zip_file ($size bytes): glibc <= $MAX_GLIBC, libstdc++ <= $MAX_GLIBCXX, al2023 libraries only, no Foundation, answers INVALID_REQUEST; ${libraries%%:*}"
     fi
 done
 exit $status

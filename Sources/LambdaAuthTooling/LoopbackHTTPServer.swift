@@ -28,6 +28,11 @@ public final class LoopbackHTTPServer: Sendable {
         public var dropConnection: Bool
         /// Wait this long before answering (timeouts, blocking `/next`).
         public var delaySeconds: Double
+        /// Sent as they are instead of a response built from the fields above, one `send` each
+        /// and `segmentGapSeconds` apart; the connection is closed afterwards. For clients' parsers:
+        /// a response split anywhere, malformed, or cut short.
+        public var rawSegments: [[UInt8]]?
+        public var segmentGapSeconds: Double = 0
 
         public init(status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = [],
                     dropConnection: Bool = false, delaySeconds: Double = 0) {
@@ -47,6 +52,20 @@ public final class LoopbackHTTPServer: Sendable {
         }
 
         public static let drop = Response(status: 0, dropConnection: true)
+
+        /// `bytes` as they are, in segments of `segmentBytes`.
+        public static func raw(_ bytes: [UInt8], segmentBytes: Int = .max, gapSeconds: Double = 0) -> Response {
+            var response = Response(status: 0)
+            response.rawSegments = stride(from: 0, to: bytes.count, by: max(1, min(segmentBytes, bytes.count))).map {
+                Array(bytes[$0..<min(bytes.count, $0 + segmentBytes)])
+            }
+            response.segmentGapSeconds = gapSeconds
+            return response
+        }
+
+        public static func raw(_ text: String, segmentBytes: Int = .max, gapSeconds: Double = 0) -> Response {
+            raw(Array(text.utf8), segmentBytes: segmentBytes, gapSeconds: gapSeconds)
+        }
     }
 
     public typealias Responder = @Sendable (Request) -> Response
@@ -59,6 +78,7 @@ public final class LoopbackHTTPServer: Sendable {
         var stopped = false
         var listenerClosed = false
         var connections: Set<Int32> = []
+        var accepted = 0
     }
 
     private let state: Mutex<State>
@@ -109,6 +129,8 @@ public final class LoopbackHTTPServer: Sendable {
     /// Every request received so far, in order.
     public var requests: [Request] { state.withLock { $0.received } }
     public var requestCount: Int { state.withLock { $0.received.count } }
+    /// Connections accepted so far (keep-alive reuses one).
+    public var connectionCount: Int { state.withLock { $0.accepted } }
 
     /// Descriptors are shut down and closed only under the lock, and each exactly once: a number
     /// closed here can be reused at once by another test's socket, which must never be touched.
@@ -139,6 +161,7 @@ public final class LoopbackHTTPServer: Sendable {
             let accepted: Bool = state.withLock { state in
                 if state.stopped { return false }
                 state.connections.insert(connection)
+                state.accepted += 1
                 return true
             }
             if !accepted {
@@ -168,6 +191,16 @@ public final class LoopbackHTTPServer: Sendable {
             if response.dropConnection {
                 var linger = linger(l_onoff: 1, l_linger: 0)
                 setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+                return
+            }
+            if let segments = response.rawSegments {
+                // Each segment its own TCP segment as far as the sender can make it.
+                var one: Int32 = 1
+                setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                for (index, segment) in segments.enumerated() {
+                    if index > 0 && response.segmentGapSeconds > 0 { usleep(UInt32(response.segmentGapSeconds * 1_000_000)) }
+                    guard sendAll(connection, segment) else { return }
+                }
                 return
             }
             var head = "HTTP/1.1 \(response.status) \(LoopbackHTTPServer.reason(response.status))\r\n"

@@ -114,6 +114,15 @@ enum FlowBench {
         LargeStoreFixture.fill(directory: large.environment["AUTH_STORE"]!, users: 100_000)
         table.add("flows", "store fill, 100k users (import)", format(monotonicSeconds() - fill, decimals: 1) + " s")
         sync()
+        // The floor of a process on this machine, in this run: each handler's median beside it.
+        let work = try! FileSystem.makeTemporaryDirectory(prefix: "lambda-auth-flow-floor")
+        defer { FileSystem.removeTree(work) }
+        switch FloorBench.staticExitZero(in: work) {
+        case .success(let binary):
+            table.add("flows", "static exit-0 process (gcc -static), median of \(rounds)", format(FloorBench.spawnMedian(binary, runs: rounds)) + " ms")
+        case .failure(let reason):
+            table.add("flows", "static exit-0 process", reason.description)
+        }
         let smallTimes = measure(small)
         let largeTimes = measure(large)
         for handler in ["signin", "signin (guest)", "refresh", "link-provider", "signout", "delete-account"] {

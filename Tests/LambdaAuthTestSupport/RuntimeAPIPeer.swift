@@ -75,6 +75,8 @@ public final class RuntimeAPIPeer: @unchecked Sendable {
     }
 
     public var posts: [Post] { locked { recorded } }
+    /// Connections the runtime opened (a kept-alive client opens one).
+    public var connectionCount: Int { server.connectionCount }
     /// Monotonic times of every `/invocation/next` request received.
     public var nextRequestTimes: [Double] { locked { nextRequests } }
 

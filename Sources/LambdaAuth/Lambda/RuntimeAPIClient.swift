@@ -61,8 +61,15 @@ public struct RuntimeAPIClient: Sendable {
     let retryDelays: [Double]
     let sleep: @Sendable (Double) -> Void
 
-    /// `address` is `AWS_LAMBDA_RUNTIME_API` (`host:port`). The client should be its own, not the
-    /// handlers' (whose requests have timeouts that `/next` must not have).
+    /// `address` is `AWS_LAMBDA_RUNTIME_API` (`host:port`), reached over a plain socket
+    /// (RuntimeAPIConnection), so that no HTTP library is loaded before the first event.
+    public init(address: String, retryDelays: [Double] = RuntimeAPIClient.defaultRetryDelays,
+                sleep: @escaping @Sendable (Double) -> Void = RuntimeAPIClient.sleep) {
+        self.init(address: address, http: RuntimeAPIConnection(address: address), retryDelays: retryDelays, sleep: sleep)
+    }
+
+    /// The same over another HTTP client. It should be its own, not the handlers' (whose requests
+    /// have timeouts that `/next` must not have).
     public init(address: String, http: any HTTPClient, retryDelays: [Double] = RuntimeAPIClient.defaultRetryDelays,
                 sleep: @escaping @Sendable (Double) -> Void = RuntimeAPIClient.sleep) {
         self.baseURL = "http://\(address)/2018-06-01/runtime"
@@ -85,9 +92,14 @@ public struct RuntimeAPIClient: Sendable {
         guard let requestID = response.headers["lambda-runtime-aws-request-id"], RuntimeAPIClient.isSafePathSegment(requestID) else {
             throw .unusable("/invocation/next gave no usable Lambda-Runtime-Aws-Request-Id")
         }
+        // Every outgoing request's timeout is capped by the deadline: a garbled one is not guessed.
+        let deadline = response.headers["lambda-runtime-deadline-ms"]
+        guard deadline.map(RuntimeAPIClient.isEpochMilliseconds) ?? true else {
+            throw .unusable("/invocation/next gave a Lambda-Runtime-Deadline-Ms that is not a number")
+        }
         return Invocation(
             requestID: requestID,
-            deadlineMilliseconds: response.headers["lambda-runtime-deadline-ms"].flatMap { Int64($0) },
+            deadlineMilliseconds: deadline.flatMap { Int64($0) },
             invokedFunctionARN: response.headers["lambda-runtime-invoked-function-arn"],
             traceID: response.headers["lambda-runtime-trace-id"],
             event: response.body)
@@ -134,6 +146,10 @@ public struct RuntimeAPIClient: Sendable {
                 attempt += 1
             }
         }
+    }
+
+    static func isEpochMilliseconds(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
     }
 
     /// The request id goes into a URL path: only the characters Lambda's ids use.

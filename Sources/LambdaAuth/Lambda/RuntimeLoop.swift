@@ -27,7 +27,7 @@ public struct RuntimeLoop: Sendable {
     public static func run(name: String, address: String, environment: [String: String],
                            factory: HandlerMain.Factory) -> Int32 {
         var logger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment))
-        let client = RuntimeAPIClient(address: address, http: CurlHTTPClient())
+        let client = RuntimeAPIClient(address: address)
         let settings: LambdaSettings
         let handler: any RequestHandler
         do {

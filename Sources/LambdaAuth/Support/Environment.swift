@@ -10,9 +10,11 @@ public enum Environment {
         var result: [String: String] = [:]
         var pointer = environ
         while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            // Split on the byte, not on Characters: the first Character operation of a process
+            // loads Unicode tables, which this start-up step has no need of.
+            if let equals = strchr(entry, 0x3D) {
+                let name = UnsafeRawBufferPointer(start: entry, count: equals - entry)
+                result[String(decoding: name, as: UTF8.self)] = String(cString: equals + 1)
             }
             pointer += 1
         }

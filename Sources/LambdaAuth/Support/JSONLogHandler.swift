@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import Logging
-import Synchronization
 
 /// swift-log's `Logger` writing JSON lines on stderr (contract section 1): `timestamp`, `level`,
 /// `message`, `requestId` and the call's metadata. Callers pass only non-secret metadata; there is
@@ -137,14 +136,18 @@ public let writeStandardErrorLine: @Sendable (String) -> Void = { line in
 /// cache, the store) keep the logger they were built with; their lines still carry the request id
 /// of the invocation they happen in, because a handler serves one invocation at a time.
 public enum CurrentInvocation {
-    private static let current = Mutex<String?>(nil)
+    /// Task-local (bound on the serving thread), not process-global: what runs beside the loop
+    /// (another thread, a test served in parallel) never borrows the invocation's id.
+    @TaskLocal private static var current: String?
 
-    public static var requestID: String? { current.withLock { $0 } }
+    public static var requestID: String? { current }
 
     /// Runs `body` with `requestID` as the current request.
     public static func serving<T, E: Error>(_ requestID: String, _ body: () throws(E) -> T) throws(E) -> T {
-        current.withLock { $0 = requestID }
-        defer { current.withLock { $0 = nil } }
-        return try body()
+        do {
+            return try $current.withValue(requestID) { try body() }
+        } catch {
+            throw error as! E
+        }
     }
 }

@@ -36,7 +36,7 @@ import Testing
         let peer = try RuntimeAPIPeer()
         defer { peer.stop() }
         let lines = Lines()
-        let client = RuntimeAPIClient(address: peer.address, http: CurlHTTPClient())
+        let client = RuntimeAPIClient(address: peer.address)
         let loop = RuntimeLoop(client: client, handler: ScriptedHandler(),
                                logger: Logger.jsonLines(sink: { lines.append($0) }))
         let modes = ["huge", "store", "bug", "fine"]

@@ -245,7 +245,7 @@ import Glibc
         let resetting = try LoopbackHTTPServer { _ in .drop }
         defer { resetting.stop() }
         let slept = SleepRecorder()
-        let client = RuntimeAPIClient(address: "127.0.0.1:\(resetting.port)", http: CurlHTTPClient(),
+        let client = RuntimeAPIClient(address: "127.0.0.1:\(resetting.port)",
                                       retryDelays: [0.01, 0.02, 0.03], sleep: { slept.record($0) })
         #expect(throws: RuntimeAPIClient.Failure.self) { try client.next() }
         #expect(slept.delays == [0.01, 0.02, 0.03])
@@ -257,7 +257,7 @@ import Glibc
         defer { peer.stop() }
         peer.enqueue(RuntimeAPIPeer.Event(requestID: "abc-123", body: Array("{}".utf8), traceID: "Root=1-2-3",
                                           deadlineMilliseconds: 1_700_000_000_123))
-        let client = RuntimeAPIClient(address: peer.address, http: CurlHTTPClient())
+        let client = RuntimeAPIClient(address: peer.address)
         let invocation = try client.next()
         #expect(invocation.requestID == "abc-123")
         #expect(invocation.traceID == "Root=1-2-3")
@@ -273,7 +273,7 @@ import Glibc
             LoopbackHTTPServer.Response(status: 200, headers: [("Lambda-Runtime-Aws-Request-Id", "../init/error")], text: "{}")
         }
         defer { server.stop() }
-        let client = RuntimeAPIClient(address: "127.0.0.1:\(server.port)", http: CurlHTTPClient())
+        let client = RuntimeAPIClient(address: "127.0.0.1:\(server.port)")
         #expect(throws: RuntimeAPIClient.Failure.self) { try client.next() }
     }
 }
