@@ -3,7 +3,7 @@ SWIFT ?= swift
 # Release binaries are the shipped ones: Swift runtime linked in, libm calls bound to versions
 # that glibc 2.34 (provided.al2023) has. See Infra/README.md.
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --wrap=hypotf
-HANDLERS := signin refresh link-provider signout sessions delete-account
+HANDLERS := signin refresh link-provider signout sessions delete-account otp-start
 BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin

@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "signout", targets: ["signout"]),
         .executable(name: "sessions", targets: ["sessions"]),
         .executable(name: "delete-account", targets: ["delete-account"]),
+        .executable(name: "otp-start", targets: ["otp-start"]),
         .executable(name: "authctl", targets: ["authctl"]),
     ],
     dependencies: [
@@ -55,6 +56,7 @@ let package = Package(
         .executableTarget(name: "signout", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "sessions", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "delete-account", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "otp-start", dependencies: ["LambdaAuth"]),
         .executableTarget(
             name: "authctl",
             dependencies: [

@@ -78,6 +78,8 @@ struct PlaceholderFiller {
     let environment: DevEnvironment
     let now: Int64
     let saved: [String: String]
+    /// The outbox `{{emailCode ADDRESS}}` reads (AUTH_EMAIL_SENDER=outbox:DIR), if any.
+    var outbox: String? = nil
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {
@@ -113,6 +115,14 @@ struct PlaceholderFiller {
                 throw CommandFailure("no saved value \(head) (saved: \(saved.keys.sorted().joined(separator: ", ")))")
             }
             return value
+        }
+        if head == "emailCode" || head == "wrongEmailCode", words.count == 2 {
+            // The code a user would read in their mailbox: the newest message to the address in
+            // the outbox (test and development only). `wrongEmailCode` is any other six digits.
+            guard let outbox, let code = Outbox.latestCode(to: words[1], in: outbox) else {
+                throw CommandFailure("no code sent to \(words[1]) in the outbox")
+            }
+            return head == "emailCode" ? code : (code == "000000" ? "000001" : "000000")
         }
         guard head == "idToken", words.count >= 2 else {
             throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}} or {{$name}}")

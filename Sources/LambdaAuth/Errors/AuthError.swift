@@ -31,6 +31,9 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case reauthenticationRequired = "REAUTHENTICATION_REQUIRED"
     case rateLimited = "RATE_LIMITED"
     case providerUnavailable = "PROVIDER_UNAVAILABLE"
+    case otpInvalid = "OTP_INVALID"
+    case otpExpired = "OTP_EXPIRED"
+    case otpAttemptsExceeded = "OTP_ATTEMPTS_EXCEEDED"
 
     public var status: Int {
         switch self {

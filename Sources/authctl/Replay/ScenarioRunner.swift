@@ -12,7 +12,9 @@ import LambdaAuthTooling
 ///             "save": {"name": "user.id"}}]}
 /// ```
 /// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
-/// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders.
+/// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders, and
+/// `{{emailCode ADDRESS}}` (`{{wrongEmailCode ADDRESS}}`): the newest code sent to ADDRESS (any
+/// other six digits), read from the replay's own outbox (AUTH_EMAIL_SENDER=outbox:, set for every step).
 struct Scenario {
     struct Step {
         var name: String
@@ -112,12 +114,13 @@ struct ScenarioRunner {
         for (index, step) in scenario.steps.enumerated() {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
-            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved)
+            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, outbox: world + "/outbox")
             let payload = try filler.fill(step.event)
             let headers = try step.headers.mapValues(filler.fill)
             let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers, path: "/auth/\(step.handler)")
             var variables = baseEnvironment.merging(scenario.environment) { $1 }.merging(step.environment) { $1 }
             variables.merge(storeEnvironment) { $1 }
+            variables["AUTH_EMAIL_SENDER"] = "outbox:" + world + "/outbox"
             variables["AUTH_TEST_MODE"] = "1"
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
