@@ -102,7 +102,9 @@ struct DemoCommand: ParsableCommand {
                      Events.wrap([:], kind: "http", method: "GET", headers: ["authorization": "Bearer " + accessToken], path: "/auth/sessions"))
         _ = try step("Sign out this device (with its refresh token alone)", "signout",
                      ["refreshToken": second["tokens"]!["refreshToken"]!, "scope": "session"])
-        _ = try step("Ask for an email code (written to the demo's outbox)", "otp-start", ["email": "Ada@example.com"], status: 202)
+        _ = try step("Ask for an email code (an HTTP API event; the message goes to the demo's outbox)", "otp-start",
+                     Events.wrap(["email": "Ada@example.com"], kind: "http", method: "POST", headers: [:], path: "/auth/otp/start"),
+                     status: 202)
         guard let code = Outbox.latestCode(to: "ada@example.com", in: world + "/outbox") else {
             throw CommandFailure("otp-start wrote no message to the outbox")
         }
