@@ -186,3 +186,21 @@ enum OneTimeCode6 {
         return String(repeating: "0", count: max(0, 6 - text.count)) + text
     }
 }
+
+extension OneTimeCodeTests {
+    /// An email-only user past AUTH_REAUTH_WINDOW re-authenticates its deletion with a fresh code.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func anEmailOnlyUserDeletesItsAccountWithAFreshCode(backend: FlowWorld.Backend) throws {
+        let codes = try EmailCodeWorld(backend)
+        let signedIn = try codes.signIn("solo@example.com", code: try Self.issue(codes, "solo@example.com")).get()
+        let accessToken = try #require(signedIn["tokens"]?["accessToken"]?.stringValue)
+        codes.world.advanceClock(by: 600)
+        let later = try codes.reopened()
+        #expect(throws: AuthError.self) { try later.flows.deleteAccount(["accessToken": .string(accessToken)]) }
+        let code = try Self.issue(later, "solo@example.com")
+        let deleted = try later.flows.deleteAccount(["accessToken": .string(accessToken), "provider": "email",
+                                                     "email": "solo@example.com", "code": .string(code)])
+        #expect(deleted["deleted"] == true)
+        #expect(try codes.world.allItems().allSatisfy { $0["PK"]?.stringValue?.hasPrefix("RATE#") == true || $0["PK"]?.stringValue?.hasPrefix("DEV#") == true })
+    }
+}
