@@ -4,19 +4,14 @@
 /// function's role needs `ses:SendEmail` only. Not retried here: the app asks for a new code.
 struct SESEmailSender: EmailSender {
     let from: String
-    let endpoint: String
-    let signer: SigV4Signer
-    let http: any HTTPClient
-    /// Real time for signatures (see AWSJSONClient.signingClock).
-    let signingClock: any WallClock
+    let query: AWSQueryRequest
 
     init(from: String, endpoint: String, region: String, credentials: AWSCredentials, http: any HTTPClient,
          signingClock: any WallClock = SystemClock()) {
         self.from = from
-        self.endpoint = endpoint.hasSuffix("/") ? endpoint : endpoint + "/"
-        signer = SigV4Signer(credentials: credentials, region: region, service: "ses")
-        self.http = http
-        self.signingClock = signingClock
+        query = AWSQueryRequest(endpoint: endpoint.hasSuffix("/") ? endpoint : endpoint + "/",
+                                signer: SigV4Signer(credentials: credentials, region: region, service: "ses"),
+                                http: http, signingClock: signingClock)
     }
 
     func send(_ message: EmailMessage) throws(AuthError) {
@@ -28,7 +23,7 @@ struct SESEmailSender: EmailSender {
         ]
         let response: HTTPResponse
         do {
-            response = try AWSQueryRequest(endpoint: endpoint, signer: signer, http: http, signingClock: signingClock).post(form, timeout: 5)
+            response = try query.post(form, timeout: 5)
         } catch {
             switch error {
             case .libraryUnavailable(let reason):
