@@ -12,8 +12,8 @@ struct InvokeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "invoke",
         abstract: "Run a handler (signin, refresh, link-provider, signout, sessions, delete-account) on an event file.",
-        discussion: "{{idToken …}} placeholders are minted by the dev identity provider and {{$refreshToken}} / "
-            + "{{$accessToken}} come from the previous response."
+        discussion: "{{idToken …}} placeholders are minted by the dev identity provider, {{$refreshToken}} / "
+            + "{{$accessToken}} come from the previous response and {{emailCode ADDRESS}} from the outbox."
     )
 
     @Argument(help: "The handler: signin, refresh, link-provider, signout, sessions or delete-account.") var handler: String
@@ -36,7 +36,10 @@ struct InvokeCommand: ParsableCommand {
         }
         let now = context.environment["AUTH_NOW"].flatMap { Double($0) ?? ISO8601.parse($0) }.map { Int64($0) }
             ?? SystemClock().nowSeconds
-        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved).fill(template)
+        // {{emailCode ADDRESS}} reads the outbox otp-start writes to (AUTH_EMAIL_SENDER=outbox:DIR, default .auth-dev/outbox).
+        let sender = context.environment["AUTH_EMAIL_SENDER"] ?? "outbox:.auth-dev/outbox"
+        let outbox = sender.hasPrefix("outbox:") ? String(sender.dropFirst("outbox:".count)) : nil
+        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved, outbox: outbox).fill(template)
         let result = try environment.invoke(handler, event: event, environment: environment.handlerEnvironment(context.environment))
         if !result.log.isEmpty { standardError(String(result.log.dropLast())) }
         guard let document = result.document else { throw CommandFailure("\(handler) printed no JSON response") }
