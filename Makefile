@@ -4,7 +4,7 @@ SWIFT ?= swift
 # that glibc 2.34 (provided.al2023) has; no exported symbols and no PIE (half the page faults
 # before the first event, a smaller zip). See Infra/README.md, "Size and start-up".
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --wrap=hypotf -Xlinker --no-export-dynamic -Xlinker -no-pie
-HANDLERS := signin refresh link-provider signout sessions delete-account well-known apple-notifications
+HANDLERS := signin refresh link-provider signout sessions delete-account well-known apple-notifications otp-start
 BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin

@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "delete-account", targets: ["delete-account"]),
         .executable(name: "well-known", targets: ["well-known"]),
         .executable(name: "apple-notifications", targets: ["apple-notifications"]),
+        .executable(name: "otp-start", targets: ["otp-start"]),
         .executable(name: "authctl", targets: ["authctl"]),
     ],
     dependencies: [
@@ -59,6 +60,7 @@ let package = Package(
         .executableTarget(name: "delete-account", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "well-known", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "apple-notifications", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "otp-start", dependencies: ["LambdaAuth"]),
         .executableTarget(
             name: "authctl",
             dependencies: [

@@ -110,7 +110,7 @@ public struct DevTokenOptions: Sendable {
     public func claims(for provider: ProviderName, now: Int64) -> [String: JSONValue] {
         let issued = issuedAt ?? now
         var claims: [String: JSONValue] = [
-            "iss": .string(provider.issuers[0]),
+            "iss": .string(provider.issuers.first ?? ""),
             "aud": .string(audience),
             "sub": .string(subject),
             "iat": .number(issued),
@@ -134,6 +134,8 @@ public struct DevTokenOptions: Sendable {
                 claims["email_verified"] = .string(emailVerified ? "true" : "false")
                 claims["is_private_email"] = .string(privateEmail ? "true" : "false")
             }
+        case .email:
+            break  // no ID tokens: an email identity is proven by a one-time code
         }
         return claims
     }

@@ -2,5 +2,5 @@
 /// replay, what the tests run for every handler, what `make package` zips.
 public enum HandlerNames {
     public static let all = ["signin", "refresh", "link-provider", "signout", "sessions", "delete-account", "well-known",
-                             "apple-notifications"]
+                             "apple-notifications", "otp-start"]
 }

@@ -83,6 +83,8 @@ struct PlaceholderFiller {
     var signingKeys = NamedSigningKeys()
     /// A replayed scenario's dev Apple server, for `{{appleCode …}}`.
     var appleServer: DevAppleBackChannel? = nil
+    /// The outbox `{{emailCode ADDRESS}}` reads (AUTH_EMAIL_SENDER=outbox:DIR), if any.
+    var outbox: String? = nil
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {
@@ -126,8 +128,16 @@ struct PlaceholderFiller {
             let options = try PlaceholderFiller.options(words.dropFirst())
             return head == "appleCode" ? try appleCode(options) : try appleNotification(options)
         }
+        if head == "emailCode" || head == "wrongEmailCode", words.count == 2 {
+            // The code a user would read in their mailbox: the newest message to the address in
+            // the outbox (test and development only). `wrongEmailCode` is any other six digits.
+            guard let outbox, let code = Outbox.latestCode(to: words[1], in: outbox) else {
+                throw CommandFailure("no code sent to \(words[1]) in the outbox")
+            }
+            return head == "emailCode" ? code : (code == "000000" ? "000001" : "000000")
+        }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{signingKey NAME}} or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME}} or {{$name}}")
         }
         let provider = try ProviderName.parse(words[1])
         let options = try PlaceholderFiller.options(words.dropFirst(2))

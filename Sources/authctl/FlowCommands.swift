@@ -11,12 +11,12 @@ import Glibc
 struct InvokeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "invoke",
-        abstract: "Run a handler (signin, refresh, link-provider, signout, sessions, delete-account) on an event file.",
-        discussion: "{{idToken …}} placeholders are minted by the dev identity provider and {{$refreshToken}} / "
-            + "{{$accessToken}} come from the previous response."
+        abstract: "Run a handler (signin, refresh, link-provider, signout, sessions, delete-account, otp-start) on an event file.",
+        discussion: "{{idToken …}} placeholders are minted by the dev identity provider, {{$refreshToken}} / "
+            + "{{$accessToken}} come from the previous response and {{emailCode ADDRESS}} from the outbox."
     )
 
-    @Argument(help: "The handler: signin, refresh, link-provider, signout, sessions or delete-account.") var handler: String
+    @Argument(help: "The handler: signin, refresh, link-provider, signout, sessions, delete-account or otp-start.") var handler: String
     @Argument(help: "The event, a JSON file.") var eventFile: String
     @Option(help: "The dev identity provider's directory, which also keeps the last tokens.") var devDir = ".auth-dev"
 
@@ -38,7 +38,10 @@ struct InvokeCommand: ParsableCommand {
             ?? SystemClock().nowSeconds
         // An Apple authorization code needs Apple's endpoints for the length of the invocation.
         let apple = template.serialized().contains("{{appleCode") ? try DevAppleBackChannel(identityProvider: environment.identityProvider, start: now) : nil
-        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved, appleServer: apple).fill(template)
+        // {{emailCode ADDRESS}} reads the outbox otp-start writes to (AUTH_EMAIL_SENDER=outbox:DIR, default .auth-dev/outbox).
+        let sender = context.environment["AUTH_EMAIL_SENDER"] ?? "outbox:.auth-dev/outbox"
+        let outbox = sender.hasPrefix("outbox:") ? String(sender.dropFirst("outbox:".count)) : nil
+        let event = try PlaceholderFiller(environment: environment, now: now, saved: saved, appleServer: apple, outbox: outbox).fill(template)
         let result = try environment.invoke(handler, event: event,
                                             environment: environment.handlerEnvironment(context.environment.merging(apple?.environment ?? [:]) { $1 }))
         if !result.log.isEmpty { standardError(String(result.log.dropLast())) }
@@ -55,9 +58,9 @@ struct InvokeCommand: ParsableCommand {
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "A Google sign-in, a refresh, an Apple link, a second refresh, the sessions list, a sign-out, an Apple "
-            + "sign-in with its authorization code and the account's deletion (revoking Apple's token first), on the "
-            + "embedded defaults, in a fresh temporary store."
+        abstract: "A Google sign-in, a refresh, an Apple link, a second refresh, the sessions list, a sign-out, a "
+            + "sign-in by email code, an Apple sign-in with its authorization code and the account's deletion (revoking "
+            + "Apple's token first), on the embedded defaults, in a fresh temporary store."
     )
 
     func run() throws {
@@ -68,13 +71,16 @@ struct DemoCommand: ParsableCommand {
         var variables = context.environment.filter { !$0.key.hasPrefix("AUTH_") }
         variables["AUTH_STORE"] = world + "/store"
         variables["AUTH_LOG_LEVEL"] = "warning"
+        // Email codes go to an outbox in the demo's directory, where the demo reads them as a user would.
+        variables["AUTH_EMAIL"] = "on"
+        variables["AUTH_EMAIL_SENDER"] = "outbox:" + world + "/outbox"
         let now = SystemClock().nowSeconds
         let apple = try DevAppleBackChannel(identityProvider: environment.identityProvider, start: now)
         variables.merge(apple.environment) { $1 }
         variables = environment.handlerEnvironment(variables)
         let filler = PlaceholderFiller(environment: environment, now: now, saved: [:], appleServer: apple)
 
-        func step(_ title: String, _ handler: String, _ event: JSONValue) throws -> JSONValue {
+        func step(_ title: String, _ handler: String, _ event: JSONValue, status expected: Int = 200) throws -> JSONValue {
             print("\n== \(title) (\(handler))")
             print("request: " + DemoDisplay.abbreviate(event).prettyPrinted())
             let result = try environment.invoke(handler, event: event, environment: variables)
@@ -82,7 +88,7 @@ struct DemoCommand: ParsableCommand {
                 throw CommandFailure("\(handler) printed no JSON response; its log:\n\(result.log)")
             }
             print("response \(status): " + DemoDisplay.abbreviate(body).prettyPrinted())
-            guard status == 200 else { throw CommandFailure("the demo expected 200 from \(handler)") }
+            guard status == expected else { throw CommandFailure("the demo expected \(expected) from \(handler)") }
             return body
         }
 
@@ -105,6 +111,15 @@ struct DemoCommand: ParsableCommand {
                      Events.wrap([:], kind: "http", method: "GET", headers: ["authorization": "Bearer " + accessToken], path: "/auth/sessions"))
         _ = try step("Sign out this device (with its refresh token alone)", "signout",
                      ["refreshToken": second["tokens"]!["refreshToken"]!, "scope": "session"])
+        _ = try step("Ask for an email code (an HTTP API event; the message goes to the demo's outbox)", "otp-start",
+                     Events.wrap(["email": "Ada@example.com"], kind: "http", method: "POST", headers: [:], path: "/auth/otp/start"),
+                     status: 202)
+        guard let code = Outbox.latestCode(to: "ada@example.com", in: world + "/outbox") else {
+            throw CommandFailure("otp-start wrote no message to the outbox")
+        }
+        print("outbox: the message to ada@example.com holds the code \(code)")
+        _ = try step("Sign in with the email code: the same user (its verified email), the email identity joined", "signin",
+                     ["provider": "email", "email": "ada@example.com", "code": .string(code)])
         let again = try step("Sign in with Apple and its authorization code: the same user, a new session, Apple's refresh token kept sealed",
                              "signin", ["provider": "apple", "idToken": .string(appleToken),
                                         "authorizationCode": .string(try filler.fill("{{appleCode sub=001122.demo.3344}}"))])
@@ -114,8 +129,8 @@ struct DemoCommand: ParsableCommand {
         guard apple.server.revocations.count == 1 else {
             throw CommandFailure("the demo expected the deletion to revoke Apple's refresh token at the dev Apple server")
         }
-        print("\ndemo complete: 8 invocations, all 200; Apple's refresh token was revoked at the dev Apple server, "
-              + "then the account and all its items went")
+        print("\ndemo complete: 10 invocations, all 200 (202 for the code); Apple's refresh token was revoked at the dev "
+              + "Apple server, then the account and all its items went")
     }
 }
 

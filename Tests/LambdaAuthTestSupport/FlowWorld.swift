@@ -76,6 +76,11 @@ public final class FlowWorld: Sendable {
         settings.withLock { $0["AUTH_NOW"] = String(Int64($0["AUTH_NOW"]!)! + seconds) }
     }
 
+    /// Sets one variable of the handlers' environment (one that depends on the world's directory).
+    public func setEnvironment(_ name: String, _ value: String) {
+        settings.withLock { $0[name] = value }
+    }
+
     /// The handlers' store, opened in-process to inspect what they wrote, as reads at `time`
     /// (default: the handlers' clock) see it: `at: 0` hides no expired item.
     public func table(at time: Int64? = nil) throws -> any Table {

@@ -1,3 +1,4 @@
+import Crypto
 import Logging
 
 /// The composition root of a handler process: built once from the configuration and kept warm
@@ -13,6 +14,8 @@ public final class AuthServices: Sendable {
     let store: AccountStore
     let retry: OptimisticRetry
     let apple: AppleAccountTokens
+    let httpClient: any HTTPClient
+    let logger: Logger
 
     public init(configuration: AuthConfiguration, logger: Logger, table: (any Table)? = nil,
                 httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource(),
@@ -21,6 +24,8 @@ public final class AuthServices: Sendable {
         clock = configuration.clock
         self.random = random
         let httpClient = httpClient ?? CurlHTTPClient()
+        self.httpClient = httpClient
+        self.logger = logger
         let store: any Table
         if let table {
             store = table
@@ -55,6 +60,30 @@ public final class AuthServices: Sendable {
     var appleNotifications: AppleNotificationFlow {
         AppleNotificationFlow(verifier: verifier, store: store, deletion: deletion, clock: clock, retry: retry,
                               clockSkew: configuration.clockSkew)
+    }
+
+    var oneTimeCodes: OneTimeCodeFlow {
+        get throws(AuthError) {
+            let configuration = configuration, table = table, clock = clock, random = random, logger = logger
+            let sender: any EmailSender
+            switch configuration.emailSender {
+            case .outbox(let directory):
+                sender = OutboxEmailSender(directory: directory, from: configuration.emailFrom ?? "lambda-auth@localhost", random: random)
+            case .ses:
+                let (region, credentials) = try AWSEnvironment.require(configuration, for: "AUTH_EMAIL_SENDER=ses")
+                sender = SESEmailSender(from: configuration.emailFrom ?? "", endpoint: configuration.sesEndpoint ?? "https://email.\(region).amazonaws.com",
+                                        region: region, credentials: credentials, http: httpClient)
+            }
+            return OneTimeCodeFlow(
+                enabled: configuration.emailEnabled, store: OneTimeCodeStore(table: table),
+                key: { (create: Bool) throws(AuthError) -> SymmetricKey? in
+                    if let configured = configuration.otpKey { return SymmetricKey(data: configured) }
+                    return try DevSecrets.oneTimeCodeKey(in: table, create: create, now: clock.nowSeconds, random: random, logger: logger)
+                        .map { SymmetricKey(data: $0) }
+                },
+                sender: sender, limiter: TableRateLimiter(table: table), perEmail: RateLimit(configuration.otpRate),
+                perSourceIP: RateLimit(30), ttl: configuration.otpTTL, clock: clock, random: random)
+        }
     }
 
     var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }

@@ -12,6 +12,7 @@ enum DevSecrets {
     static let partition = "DEV#SECRETS"
     static let signingKeyKey = TableKey(pk: partition, sk: "ACCESS_TOKEN_SIGNING_KEY")
     static let credentialsSecretKey = TableKey(pk: partition, sk: "CREDENTIALS_SECRET")
+    static let oneTimeCodeKeyKey = TableKey(pk: partition, sk: "OTP_KEY")
 
     static func signingKey(in table: any Table, create: Bool, now: Int64, logger: Logger) throws(AuthError) -> AccessTokenKey? {
         let value = try load(signingKeyKey, attribute: "pem", in: table, create: create, now: now) {
@@ -37,6 +38,22 @@ enum DevSecrets {
             logger.warning("created a development credentials secret inside the local store; set AUTH_CREDENTIALS_SECRET in production")
         }
         return value?.text
+    }
+
+    /// The key of the one-time codes' hashes (32 bytes) when AUTH_OTP_KEY is not set.
+    static func oneTimeCodeKey(in table: any Table, create: Bool, now: Int64, random: any RandomSource,
+                               logger: Logger) throws(AuthError) -> [UInt8]? {
+        let value = try load(oneTimeCodeKeyKey, attribute: "secret", in: table, create: create, now: now) {
+            Base64.urlEncoded(random.bytes(32))
+        }
+        if value?.created == true {
+            logger.warning("created a development one-time code key inside the local store; set AUTH_OTP_KEY in production")
+        }
+        guard let text = value?.text else { return nil }
+        guard let bytes = Base64.urlDecoded(text), bytes.count == 32 else {
+            throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the stored development one-time code key is damaged")
+        }
+        return bytes
     }
 
     private static func load(_ key: TableKey, attribute: String, in table: any Table, create: Bool, now: Int64,

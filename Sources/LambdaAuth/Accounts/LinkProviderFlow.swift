@@ -19,8 +19,12 @@ struct LinkProviderFlow: Sendable {
     }
 
     func link(_ provider: ProviderName, idToken: String, nonce: String?, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
-        let identity = try verifier.verify(idToken, provider: provider, nonce: nonce)
-        return try callerCheck.retrying("link", for: caller, with: retry) { (read: UserView) throws(AuthError) -> UserView? in
+        try link(try verifier.verify(idToken, provider: provider, nonce: nonce), for: caller, logger: logger)
+    }
+
+    /// Links an identity already proven (an ID token verified, or an email code used).
+    func link(_ identity: VerifiedIdentity, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
+        try callerCheck.retrying("link", for: caller, with: retry) { (read: UserView) throws(AuthError) -> UserView? in
             var user = read
             if let owner = try store.linkedUserID(identity.provider, identity.subject) {
                 guard owner == caller.userID else {

@@ -46,6 +46,24 @@ public struct AuthConfiguration: Sendable {
     public var guestRate = 30
     /// AUTH_GUEST_TTL: seconds a guest lives past its last sign-in or refresh.
     public var guestTTL: Int64 = 2_592_000
+    /// AUTH_EMAIL: sign-in with a code sent by email (otp-start, provider `email`).
+    public var emailEnabled = false
+    /// AUTH_OTP_TTL: seconds a code stays valid.
+    public var otpTTL: Int64 = 600
+    /// AUTH_OTP_RATE: codes per address per hour.
+    public var otpRate = 5
+    /// AUTH_OTP_KEY (32 bytes, base64); nil: the dev key kept in the local store.
+    public var otpKey: [UInt8]?
+    public enum EmailSenderKind: Sendable, Equatable {
+        case outbox(directory: String)
+        case ses
+    }
+    /// AUTH_EMAIL_SENDER: `outbox:DIR` or `ses`.
+    public var emailSender: EmailSenderKind = .outbox(directory: ".auth-dev/outbox")
+    /// AUTH_EMAIL_FROM: the sender address (a verified SES identity with `ses`).
+    public var emailFrom: String?
+    /// AUTH_SES_ENDPOINT: https://, or http:// to a loopback address (tests).
+    public var sesEndpoint: String?
     public var credentialsMode: CredentialsMode = .local
     /// nil: the dev secret kept in the local store.
     public var credentialsSecret: String?
@@ -123,6 +141,40 @@ public struct AuthConfiguration: Sendable {
         }
         configuration.guestRate = Int(try reader.integer("AUTH_GUEST_RATE", in: 1...1_000_000) ?? 30)
         configuration.guestTTL = try reader.integer("AUTH_GUEST_TTL", in: 3600...31_536_000) ?? 2_592_000
+        if let email = reader.string("AUTH_EMAIL") {
+            switch email.lowercased() {
+            case "on": configuration.emailEnabled = true
+            case "off": configuration.emailEnabled = false
+            default: throw configError("AUTH_EMAIL", "must be on or off")
+            }
+        }
+        configuration.otpTTL = try reader.integer("AUTH_OTP_TTL", in: 60...86_400) ?? 600
+        configuration.otpRate = Int(try reader.integer("AUTH_OTP_RATE", in: 1...1000) ?? 5)
+        if let key = reader.string("AUTH_OTP_KEY") {
+            guard let bytes = Base64.decoded(key) ?? Base64.urlDecoded(key), bytes.count == 32 else {
+                throw configError("AUTH_OTP_KEY", "must be 32 bytes, base64-encoded")
+            }
+            configuration.otpKey = bytes
+        }
+        if let sender = reader.string("AUTH_EMAIL_SENDER") {
+            if sender == "ses" {
+                configuration.emailSender = .ses
+            } else if sender.hasPrefix("outbox:"), sender.count > "outbox:".count {
+                configuration.emailSender = .outbox(directory: String(sender.dropFirst("outbox:".count)))
+            } else {
+                throw configError("AUTH_EMAIL_SENDER", "must be outbox:DIR or ses")
+            }
+        }
+        configuration.emailFrom = reader.string("AUTH_EMAIL_FROM")
+        if let from = configuration.emailFrom, !from.contains("@") || from.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw configError("AUTH_EMAIL_FROM", "must be an email address")
+        }
+        if let endpoint = reader.string("AUTH_SES_ENDPOINT") {
+            guard (endpoint.hasPrefix("https://") && endpoint.count > 8) || (endpoint.hasPrefix("http://") && JWKSLocation.isLoopback(endpoint)) else {
+                throw configError("AUTH_SES_ENDPOINT", "must be an https:// URL, or http:// to a loopback address")
+            }
+            configuration.sesEndpoint = endpoint
+        }
         if let mode = reader.string("AUTH_CREDENTIALS") {
             guard let value = CredentialsMode(rawValue: mode) else {
                 throw configError("AUTH_CREDENTIALS", "must be local or sts")
@@ -172,6 +224,14 @@ public struct AuthConfiguration: Sendable {
             }
             if credentialsMode == .local, credentialsSecret == nil {
                 throw AuthConfiguration.configError("AUTH_CREDENTIALS_SECRET", "is required with AUTH_STORE=dynamodb: and AUTH_CREDENTIALS=local")
+            }
+        }
+        if emailEnabled, forHandlers {
+            if case .dynamoDB = store, otpKey == nil {
+                throw AuthConfiguration.configError("AUTH_OTP_KEY", "is required with AUTH_EMAIL=on and AUTH_STORE=dynamodb:")
+            }
+            if emailSender == .ses, emailFrom == nil {
+                throw AuthConfiguration.configError("AUTH_EMAIL_FROM", "is required with AUTH_EMAIL_SENDER=ses")
             }
         }
         if credentialsMode == .sts {

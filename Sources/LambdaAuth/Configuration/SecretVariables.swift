@@ -7,5 +7,6 @@ public enum SecretVariables {
         "AUTH_CREDENTIALS_SECRET",
         "AUTH_DATA_KEY",
         "AUTH_APPLE_PRIVATE_KEY",
+        "AUTH_OTP_KEY",
     ]
 }

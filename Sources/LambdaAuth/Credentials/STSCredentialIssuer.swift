@@ -58,23 +58,22 @@ public struct STSCredentialIssuer: CredentialIssuer {
             ("Policy", sessionPolicy(userID: userID).serialized()),
             ("Tags.member.1.Key", "userId"), ("Tags.member.1.Value", userID),
         ]
-        let request = HTTPRequest(method: "POST", url: endpoint,
-                                  headers: [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")],
-                                  body: Array(SigV4.encodeQuery(form).utf8), timeout: 3, maximumResponseBytes: 64 << 10)
         let response: HTTPResponse
         do {
-            response = try http.send(try signer.sign(request, now: signingClock.now()))
-        } catch HTTPClientError.libraryUnavailable(let reason) {
-            throw AuthError(.configError, "AUTH_CREDENTIALS=sts cannot reach STS: \(reason)")
-        } catch let error as HTTPClientError {
-            throw STSCredentialIssuer.unavailable("STS AssumeRole failed: \(error)", retryable: true)
+            response = try AWSQueryRequest(endpoint: endpoint, signer: signer, http: http, signingClock: signingClock).post(form, timeout: 3)
         } catch {
-            throw STSCredentialIssuer.unavailable("STS AssumeRole could not be sent: \(error)", retryable: false)
+            switch error {
+            case .libraryUnavailable(let reason):
+                throw AuthError(.configError, "AUTH_CREDENTIALS=sts cannot reach STS: \(reason)")
+            case .transport(let reason):
+                throw STSCredentialIssuer.unavailable("STS AssumeRole failed: \(reason)", retryable: true)
+            case .unsendable(let reason):
+                throw STSCredentialIssuer.unavailable("STS AssumeRole could not be sent: \(reason)", retryable: false)
+            }
         }
         let text = String(decoding: response.body, as: UTF8.self)
         guard response.status == 200 else {
-            let code = STSXML.uniqueElement("Code", in: text).flatMap(STSXML.unescape) ?? "HTTP \(response.status)"
-            let message = STSXML.uniqueElement("Message", in: text).flatMap(STSXML.unescape) ?? ""
+            let (code, message) = AWSQueryRequest.errorSummary(response)
             let retryable = response.status >= 500 || STSCredentialIssuer.retryableCodes.contains(code)
             throw STSCredentialIssuer.unavailable("STS AssumeRole failed: \(code)\(message.isEmpty ? "" : ": \(message)")", retryable: retryable)
         }

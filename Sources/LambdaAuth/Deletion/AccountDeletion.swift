@@ -67,6 +67,8 @@ struct Reauthentication: Sendable {
         var provider: ProviderName
         var idToken: String
         var nonce: String?
+        /// An identity proven another way (an email code, already used), instead of the ID token.
+        var proven: VerifiedIdentity? = nil
     }
 
     /// A fresh ID token of one of the user's own identities, unless the session is young enough;
@@ -78,7 +80,12 @@ struct Reauthentication: Sendable {
             if let sessionCreatedAt, now - sessionCreatedAt < window { return }
             throw AuthError(.reauthenticationRequired, "sign in again: present a fresh ID token of one of your identities")
         }
-        let identity = try verifier.verify(proof.idToken, provider: proof.provider, nonce: proof.nonce)
+        let identity: VerifiedIdentity
+        if let proven = proof.proven {
+            identity = proven
+        } else {
+            identity = try verifier.verify(proof.idToken, provider: proof.provider, nonce: proof.nonce)
+        }
         guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject == identity.subject }) else {
             throw AuthError(.reauthenticationRequired, "the ID token is not one of this account's identities")
         }

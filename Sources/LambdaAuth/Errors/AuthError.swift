@@ -35,6 +35,9 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     /// signin with an Apple authorizationCode that Apple refuses (invalid_grant) or that belongs
     /// to another Apple account than the ID token.
     case authorizationCodeInvalid = "AUTHORIZATION_CODE_INVALID"
+    case otpInvalid = "OTP_INVALID"
+    case otpExpired = "OTP_EXPIRED"
+    case otpAttemptsExceeded = "OTP_ATTEMPTS_EXCEEDED"
 
     public var status: Int {
         switch self {

@@ -79,7 +79,7 @@ public final class IDTokenVerifier: Sendable {
 
     public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any WallClock, logger: Logger) {
         var providers: [ProviderName: ProviderState] = [:]
-        for name in ProviderName.allCases {
+        for name in ProviderName.idTokenProviders {
             let settings = configuration.provider(name)
             let variable = "AUTH_\(name.rawValue.uppercased())_JWKS_URL"
             let keys: Result<ProviderKeyCache, AuthError>
@@ -109,6 +109,9 @@ public final class IDTokenVerifier: Sendable {
     public func verifiedClaims(_ token: String, provider: ProviderName) throws(AuthError) -> [String: JSONValue] {
         guard token.utf8.count <= CompactJWS.maximumBytes else {
             throw AuthError(.invalidRequest, "the ID token is longer than 16 KiB")
+        }
+        guard ProviderName.idTokenProviders.contains(provider) else {
+            throw AuthError(.unsupportedProvider, "\(provider.rawValue) identities are proven with a code, not an ID token")
         }
         guard let state = providers[provider], !state.audiences.isEmpty else {
             throw AuthError(.providerNotConfigured,

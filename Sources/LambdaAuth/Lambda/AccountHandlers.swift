@@ -4,17 +4,29 @@
 public struct SignInHandler: RequestHandler {
     let flow: SignInFlow
     let guests: GuestSignInFlow
+    let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
     public init(services: AuthServices) {
         flow = services.signIn
         guests = services.guestSignIn
+        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
     }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
         let body = RequestBody(request.body)
         let result: SignInResult
-        if try body.requiredString("provider", maximumBytes: 64) == GuestSignInFlow.providerName {
+        let provider = try body.requiredString("provider", maximumBytes: 64)
+        if provider == GuestSignInFlow.providerName {
             result = try guests.signIn(device: try SignInRequest.device(body), sourceIP: request.sourceIP, logger: context.logger)
+        } else if provider == OneTimeCodeFlow.providerName {
+            let codes = try oneTimeCodes.get()
+            try codes.requireEnabled()
+            let identity = try codes.verify(try EmailAddress(try body.requiredString("email", maximumBytes: 254)),
+                                            code: try body.requiredString("code", maximumBytes: 16), logger: context.logger)
+            let signIn = SignInRequest(provider: .email, idToken: "", nonce: nil, device: try SignInRequest.device(body), profileName: nil)
+            result = try flow.findOrCreateUser(identity, request: signIn, logger: context.logger)
+            context.logger.info("signed in", metadata: ["userId": .string(result.user.profile.userID), "sessionId": .string(result.session.sessionID),
+                                                        "provider": .string(identity.provider.rawValue), "newUser": .bool(result.isNewUser)])
         } else {
             result = try flow.signIn(try SignInRequest(body), logger: context.logger)
         }
@@ -42,7 +54,11 @@ public struct RefreshHandler: RequestHandler {
 
 public struct LinkProviderHandler: RequestHandler {
     let flow: LinkProviderFlow
-    public init(services: AuthServices) { flow = services.linkProvider }
+    let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
+    public init(services: AuthServices) {
+        flow = services.linkProvider
+        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
+    }
 
     enum Action { case link, unlink }
 
@@ -53,6 +69,12 @@ public struct LinkProviderHandler: RequestHandler {
         let provider = try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64))
         let user: UserView
         switch action {
+        case .link where provider == .email:
+            let codes = try oneTimeCodes.get()
+            try codes.requireEnabled()
+            let identity = try codes.verify(try EmailAddress(try body.requiredString("email", maximumBytes: 254)),
+                                            code: try body.requiredString("code", maximumBytes: 16), logger: context.logger)
+            user = try flow.link(identity, for: caller, logger: context.logger)
         case .link:
             let idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
             let nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)

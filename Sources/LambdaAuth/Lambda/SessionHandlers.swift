@@ -49,9 +49,11 @@ public struct SessionsHandler: RequestHandler {
 public struct DeleteAccountHandler: RequestHandler {
     let flow: DeleteAccountFlow
     let testMode: Bool
+    let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
     public init(services: AuthServices) {
         flow = services.deleteAccount
         testMode = services.configuration.testMode
+        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
     }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
@@ -59,7 +61,13 @@ public struct DeleteAccountHandler: RequestHandler {
         let body = RequestBody(request.body)
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
         var proof: Reauthentication.Proof?
-        if let idToken = try body.optionalString("idToken", maximumBytes: 16 << 10, emptyIsAbsent: true) {
+        if try body.optionalString("provider", maximumBytes: 64) == OneTimeCodeFlow.providerName,
+           let code = try body.optionalString("code", maximumBytes: 16, emptyIsAbsent: true) {
+            // An email-only user proves the address again with a fresh code (otp-start first).
+            let identity = try oneTimeCodes.get().verify(try EmailAddress(try body.requiredString("email", maximumBytes: 254)),
+                                                         code: code, logger: context.logger)
+            proof = Reauthentication.Proof(provider: .email, idToken: "", nonce: nil, proven: identity)
+        } else if let idToken = try body.optionalString("idToken", maximumBytes: 16 << 10, emptyIsAbsent: true) {
             proof = Reauthentication.Proof(provider: try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64)),
                                            idToken: idToken,
                                            nonce: try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true))

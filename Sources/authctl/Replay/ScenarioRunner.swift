@@ -15,9 +15,12 @@ import LambdaAuthTooling
 /// `{{appleCode …}}`, `{{appleNotification …}}`; `expect.appleRevocations`: how many tokens it has
 /// revoked by the end of the step).
 /// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
-/// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders; environment
-/// values may hold `{{signingKey NAME}}` (a scenario that sets `AUTH_SIGNING_KEYS` replaces the
-/// backend's own key). `path` is the HTTP path of http/rest events (default `/auth/<handler>`).
+/// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders, and
+/// `{{emailCode ADDRESS}}` (`{{wrongEmailCode ADDRESS}}`): the newest code sent to ADDRESS (any
+/// other six digits), read from the replay's own outbox (AUTH_EMAIL_SENDER=outbox:, set for every
+/// step); environment values may hold `{{signingKey NAME}}` (a scenario that sets
+/// `AUTH_SIGNING_KEYS` replaces the backend's own key). `path` is the HTTP path of http/rest events
+/// (default `/auth/<handler>`).
 struct Scenario {
     struct Step {
         var name: String
@@ -127,7 +130,8 @@ struct ScenarioRunner {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
             apple?.clock.set(clock)
-            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys, appleServer: apple)
+            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys,
+                                           appleServer: apple, outbox: world + "/outbox")
             let payload = try filler.fill(step.event)
             let headers = try step.headers.mapValues(filler.fill)
             let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers,
@@ -136,6 +140,7 @@ struct ScenarioRunner {
             var variables = baseEnvironment.merging(scenarioVariables) { $1 }
             variables.merge(storeEnvironment) { $1 }
             if scenarioVariables["AUTH_SIGNING_KEYS"] != nil { variables["AUTH_SIGNING_KEY"] = nil }
+            variables["AUTH_EMAIL_SENDER"] = "outbox:" + world + "/outbox"
             variables["AUTH_TEST_MODE"] = "1"
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
