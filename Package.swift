@@ -114,6 +114,10 @@ let package = Package(
             dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
+            name: "LambdaAuthVerifierTests",
+            dependencies: ["LambdaAuthVerifier", "LambdaAuth", "LambdaAuthTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
             name: "LambdaAuthToolingTests",
             dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport"]
         ),
