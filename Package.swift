@@ -31,7 +31,7 @@ let package = Package(
     ],
     targets: [
         // libcurl's few types and constants, declared without its development headers: it is
-        // loaded with dlopen (HTTP/CurlHTTPClient.swift), so nothing here needs libcurl to build.
+        // loaded with dlopen (LambdaAuthVerifier/HTTP/CurlHTTPClient.swift), so nothing here needs libcurl to build.
         .systemLibrary(name: "CCurl"),
         // Symbol-version wrappers for the shipped binaries (Infra/README.md, "Symbol versions").
         .target(name: "CGlibcCompat"),
