@@ -9,6 +9,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LambdaAuth", targets: ["LambdaAuth"]),
+        // For other Swift services: verifies our access tokens from the JWKS URL (README,
+        // "Verifying our tokens in another Swift service").
+        .library(name: "LambdaAuthVerifier", targets: ["LambdaAuthVerifier"]),
         .executable(name: "signin", targets: ["signin"]),
         .executable(name: "refresh", targets: ["refresh"]),
         .executable(name: "link-provider", targets: ["link-provider"]),
@@ -29,13 +32,25 @@ let package = Package(
     ],
     targets: [
         // libcurl's few types and constants, declared without its development headers: it is
-        // loaded with dlopen (HTTP/CurlHTTPClient.swift), so nothing here needs libcurl to build.
+        // loaded with dlopen (LambdaAuthVerifier/HTTP/CurlHTTPClient.swift), so nothing here needs libcurl to build.
         .systemLibrary(name: "CCurl"),
         // Symbol-version wrappers for the shipped binaries (Infra/README.md, "Symbol versions").
         .target(name: "CGlibcCompat"),
+        // What verifying a token needs (JOSE, JWKS fetch and cache, HTTP, errors) and nothing of
+        // the tables or the handlers: resource servers link it alone; LambdaAuth re-exports it.
+        .target(
+            name: "LambdaAuthVerifier",
+            dependencies: [
+                "CCurl",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "LambdaAuth",
             dependencies: [
+                "LambdaAuthVerifier",
                 "CCurl",
                 "CGlibcCompat",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -99,6 +114,10 @@ let package = Package(
         .testTarget(
             name: "LambdaAuthTests",
             dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "LambdaAuthVerifierTests",
+            dependencies: ["LambdaAuthVerifier", "LambdaAuth", "LambdaAuthTestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "LambdaAuthToolingTests",

@@ -33,15 +33,6 @@ public struct AccessTokenKey: Sendable {
     public var jwks: JSONValue { ["keys": [publicJWK]] }
 }
 
-/// The claims of one of our access tokens after verification.
-public struct AccessTokenClaims: Sendable, Equatable {
-    public let userID: String
-    public let sessionID: String
-    public let issuedAt: Int64
-    public let expiresAt: Int64
-    public let tokenID: String
-}
-
 /// Issues and verifies our access tokens: JWT, ES256, claims iss, aud, sub, sid, iat, exp, jti.
 /// The first key of the set signs; a token verifies under whichever key its `kid` names, as long
 /// as that key is still in the set.
@@ -81,39 +72,12 @@ public struct AccessTokenIssuer: Sendable {
         }
     }
 
-    /// Checks signature, `kid`, `iss`, `aud` and `exp` (no clock skew: we issued it on our own clock).
-    /// Every failure is ACCESS_TOKEN_INVALID; the message says which check failed, never the token.
+    /// Checks signature, `kid`, `iss`, `aud` and `exp` (no clock skew: we issued it on our own clock),
+    /// with the checks other services make through `AccessTokenVerifier`. Every failure is
+    /// ACCESS_TOKEN_INVALID; the message says which check failed, never the token.
     public func verify(_ token: String, now: Int64) throws(AuthError) -> AccessTokenClaims {
-        func invalid(_ reason: String) -> AuthError { AuthError(.accessTokenInvalid, "the access token \(reason)") }
-        guard token.utf8.count <= 8192 else { throw invalid("is too long") }
-        // The ID tokens' strict parser and algorithm checks, with their codes folded into ours.
-        let parsed: JSONWebToken
-        do {
-            parsed = try JSONWebToken(parsing: token)
-            _ = try parsed.jws.checkAlgorithm(allowed: [.es256])
-        } catch {
-            throw error.code == .unsupportedAlgorithm ? invalid("has the wrong algorithm") : invalid("is malformed")
+        try AccessTokenCheck(issuer: issuer, audiences: [audience], clockSkew: 0).verify(token, now: now) { keyID in
+            keys.key(id: keyID).map { JSONWebKey(keyID: $0.keyID, material: .p256($0.privateKey.publicKey)) }
         }
-        // A key that left the set (retired after a rotation) no longer vouches for anything.
-        guard let keyID = parsed.jws.keyID, let key = keys.key(id: keyID) else {
-            throw invalid("was not signed by one of this service's keys")
-        }
-        do {
-            try parsed.jws.verifySignature(with: JSONWebKey(keyID: key.keyID, material: .p256(key.privateKey.publicKey)))
-        } catch {
-            throw invalid("signature does not verify")
-        }
-        let claims = parsed.claims
-        guard claims["iss"]?.stringValue == issuer else { throw invalid("has the wrong issuer") }
-        // RFC 7519 §4.1.3: a string or an array of strings; ours is a string, others may list several.
-        let audiences = claims["aud"]?.stringValue.map { [$0] } ?? claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        guard audiences.contains(audience) else { throw invalid("is not meant for this audience") }
-        guard let expiresAt = claims["exp"]?.int64Value else { throw invalid("has no expiry") }
-        guard expiresAt > now else { throw invalid("expired at \(ISO8601.format(epochSeconds: expiresAt))") }
-        guard let userID = claims["sub"]?.stringValue, let sessionID = claims["sid"]?.stringValue,
-              let issuedAt = claims["iat"]?.int64Value, let tokenID = claims["jti"]?.stringValue else {
-            throw invalid("lacks required claims")
-        }
-        return AccessTokenClaims(userID: userID, sessionID: sessionID, issuedAt: issuedAt, expiresAt: expiresAt, tokenID: tokenID)
     }
 }

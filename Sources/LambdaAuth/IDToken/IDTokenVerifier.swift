@@ -85,7 +85,7 @@ public final class IDTokenVerifier: Sendable {
             let keys: Result<ProviderKeyCache, AuthError>
             do {
                 let source = try JWKSLocation(settings.jwksURL, variable: variable).source(client: httpClient)
-                keys = .success(ProviderKeyCache(provider: name, source: source, cacheDirectory: configuration.cacheDirectory,
+                keys = .success(ProviderKeyCache(provider: KeySetName(name.rawValue), source: source, cacheDirectory: configuration.cacheDirectory,
                                                  clock: clock, logger: logger))
             } catch {
                 keys = .failure(error)

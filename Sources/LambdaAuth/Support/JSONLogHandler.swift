@@ -62,20 +62,6 @@ public struct JSONLogHandler: LogHandler {
     }
 }
 
-/// The value of a `.null` metadata entry.
-struct JSONNull: CustomStringConvertible, Sendable {
-    var description: String { "null" }
-}
-
-extension Logger.MetadataValue {
-    /// A JSON number in the log line.
-    public static func number(_ value: some BinaryInteger & Sendable) -> Self { .stringConvertible(value) }
-    /// A JSON boolean in the log line.
-    public static func bool(_ value: Bool) -> Self { .stringConvertible(value) }
-    /// A JSON null in the log line (a field that has no value this time, kept so lines line up).
-    public static let null = Self.stringConvertible(JSONNull())
-}
-
 extension Logger {
     /// A logger writing the contract's JSON lines. Built with its own handler rather than through
     /// the process-wide `LoggingSystem.bootstrap`, so that tests can run many loggers, each with

@@ -29,10 +29,10 @@ struct DiskJWKSCache: Sendable {
     static let futureTolerance = 300.0
 
     let path: String
-    let provider: ProviderName
+    let provider: KeySetName
     let location: String
 
-    init(directory: String, provider: ProviderName, location: String) {
+    init(directory: String, provider: KeySetName, location: String) {
         let digest = Array(SHA256.hash(data: Array(location.utf8))).hexString.prefix(16)
         path = "\(directory)/lambda-auth-jwks-\(provider.rawValue)-\(digest).json"
         self.provider = provider

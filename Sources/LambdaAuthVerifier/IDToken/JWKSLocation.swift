@@ -24,7 +24,7 @@ public enum JWKSLocation: Sendable, Equatable {
         _ = try JWKSLocation(url, variable: variable)
     }
 
-    static func isLoopback(_ url: String) -> Bool {
+    package static func isLoopback(_ url: String) -> Bool {
         let rest = url.dropFirst("http://".count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         if authority.contains("@") { return false }

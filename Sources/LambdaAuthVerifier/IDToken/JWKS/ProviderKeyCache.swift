@@ -17,12 +17,12 @@ import Synchronization
 ///
 /// The lock is held across a fetch: concurrent verifications of a cold or stale provider wait for
 /// one fetch instead of each starting their own.
-final class ProviderKeyCache: Sendable {
+package final class ProviderKeyCache: Sendable {
     static let defaultLifetime: Int64 = 3600
     static let lifetimeRange: ClosedRange<Int64> = 60...86_400
     static let refetchCooldown = 30.0
 
-    let provider: ProviderName
+    let provider: KeySetName
     let algorithm: JWSAlgorithm
     let source: any JWKSSource
     let disk: DiskJWKSCache?
@@ -37,7 +37,7 @@ final class ProviderKeyCache: Sendable {
 
     private let state = Mutex(State())
 
-    init(provider: ProviderName, algorithm: JWSAlgorithm = .rs256, source: any JWKSSource, cacheDirectory: String?,
+    package init(provider: KeySetName, algorithm: JWSAlgorithm = .rs256, source: any JWKSSource, cacheDirectory: String?,
          clock: any WallClock, logger: Logger) {
         self.provider = provider
         self.algorithm = algorithm
@@ -56,7 +56,7 @@ final class ProviderKeyCache: Sendable {
     }
 
     /// The key named `keyID`, fetching as the policy above allows.
-    func key(id keyID: String) throws(AuthError) -> JSONWebKey {
+    package func key(id keyID: String) throws(AuthError) -> JSONWebKey {
         try state.withLock { (state) throws(AuthError) -> JSONWebKey in
             let now = clock.now()
             if isFresh(state, now), let key = state.keys?.key(id: keyID) { return key }

@@ -8,7 +8,7 @@ import Glibc
 /// dynamic loader map libcurl's whole dependency tree (36 libraries on Debian) at every process
 /// start, about 6 ms measured here, which a handler that never makes an HTTP call (file:// JWKS,
 /// the local store, local credentials) would pay on every invocation.
-struct CurlLibrary: @unchecked Sendable {
+package struct CurlLibrary: @unchecked Sendable {
     typealias GlobalInit = @convention(c) (Int) -> CURLcode
     typealias EasyInit = @convention(c) () -> UnsafeMutableRawPointer?
     typealias EasyHandle = @convention(c) (UnsafeMutableRawPointer?) -> Void
@@ -31,7 +31,7 @@ struct CurlLibrary: @unchecked Sendable {
     /// Loaded once per process; the reason when it cannot be.
     static let shared: Result<CurlLibrary, HTTPClientError> = load()
 
-    static func load(name: String = "libcurl.so.4") -> Result<CurlLibrary, HTTPClientError> {
+    package static func load(name: String = "libcurl.so.4") -> Result<CurlLibrary, HTTPClientError> {
         guard let library = dlopen(name, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown"
             return .failure(.libraryUnavailable("\(name) cannot be loaded (install libcurl, e.g. apt-get install libcurl4): \(reason)"))
@@ -183,7 +183,7 @@ private func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, 
 }
 
 extension StringProtocol {
-    func trimmingCharacters(in set: String) -> String {
+    package func trimmingCharacters(in set: String) -> String {
         let characters = Set(set)
         var slice = Substring(self)
         while let first = slice.first, characters.contains(first) { slice = slice.dropFirst() }

@@ -8,9 +8,9 @@ public enum InvocationDeadline {
     @TaskLocal public static var current: Double?
 
     /// Kept free at the end of an invocation to turn a timeout into a response and post it.
-    static let answerMargin = 0.25
+    package static let answerMargin = 0.25
 
-    enum Timeout: Equatable {
+    package enum Timeout: Equatable {
         case none
         case seconds(Double)
         /// The invocation has no time left for another request.
@@ -19,7 +19,7 @@ public enum InvocationDeadline {
 
     /// `timeout` (seconds, zero or less meaning none) capped by what is left of the current
     /// invocation after the answer margin.
-    static func cap(_ timeout: Double, now: Double) -> Timeout {
+    package static func cap(_ timeout: Double, now: Double) -> Timeout {
         guard let deadline = current else { return timeout > 0 ? .seconds(timeout) : .none }
         let left = deadline - answerMargin - now
         guard left > 0 else { return .exhausted }
@@ -28,7 +28,7 @@ public enum InvocationDeadline {
 
     /// False once the current invocation has no time left for another request: retry loops stop
     /// there instead of waiting out their backoff past the deadline.
-    static func hasTimeLeft(now: Double) -> Bool { cap(0, now: now) != .exhausted }
+    package static func hasTimeLeft(now: Double) -> Bool { cap(0, now: now) != .exhausted }
 
     /// Runs `body` with `deadlineMilliseconds` (the Runtime API's `Lambda-Runtime-Deadline-Ms`) as
     /// the current deadline.

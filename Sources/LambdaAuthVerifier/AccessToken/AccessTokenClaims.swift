@@ -1,0 +1,36 @@
+/// The claims of one of our access tokens after verification (README, "Keys for the app's own
+/// APIs"): who (`sub`), which session (`sid`), and whether the user is a guest.
+public struct AccessTokenClaims: Sendable, Equatable {
+    /// `sub`: the user's id.
+    public let userID: String
+    /// `sid`: the session the token was issued to.
+    public let sessionID: String
+    public let issuedAt: Int64
+    public let expiresAt: Int64
+    /// `jti`.
+    public let tokenID: String
+    /// `iss`.
+    public let issuer: String
+    /// `aud`, always as a list (the token may carry a string or an array).
+    public let audiences: [String]
+    /// `is_anonymous: true`: a guest's token (contract section 9).
+    public let isAnonymous: Bool
+    /// The whole verified payload, for claims not named above.
+    public let claims: [String: JSONValue]
+
+    /// `sub` under its JWT name.
+    public var subject: String { userID }
+
+    package init(userID: String, sessionID: String, issuedAt: Int64, expiresAt: Int64, tokenID: String, issuer: String,
+                 audiences: [String], isAnonymous: Bool, claims: [String: JSONValue]) {
+        self.userID = userID
+        self.sessionID = sessionID
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+        self.tokenID = tokenID
+        self.issuer = issuer
+        self.audiences = audiences
+        self.isAnonymous = isAnonymous
+        self.claims = claims
+    }
+}

@@ -1,0 +1,60 @@
+import Logging
+
+/// Verifies our access tokens in another service, from the issuer's published JWKS
+/// (`<issuer>/.well-known/jwks.json`, served by `well-known`). One instance per process: it keeps
+/// the parsed keys, so a warm verification is one ES256 verify and no I/O.
+///
+/// The keys are cached exactly as the ID-token providers' are (`ProviderKeyCache`): fresh for the
+/// response's `max-age` (clamped to 60 s – 24 h), mirrored in `cacheDirectory` when given, one
+/// refetch for an unknown `kid` at most every 30 s, and cached keys served through an outage.
+/// The checks are the handlers' own (`AccessTokenCheck`): ES256 only (`none`, HS256 or `crit` are
+/// refused), `kid`, signature, `iss`, `aud`, `exp` with `clockSkew`. Every failure about the token
+/// is ACCESS_TOKEN_INVALID; JWKS_UNAVAILABLE when no keys can be fetched and none are cached.
+public final class AccessTokenVerifier: Sendable {
+    public let jwksURL: String
+    let check: AccessTokenCheck
+    let keys: ProviderKeyCache
+    let clock: any WallClock
+
+    /// `audiences`: accepted when a token's `aud` names any of them; by default the issuer (the
+    /// default of `AUTH_ACCESS_TOKEN_AUDIENCE`). `jwksURL`: `https://`, `file://` or loopback
+    /// `http://`. Throws CONFIG_ERROR for an unusable URL or an empty audience list.
+    public init(jwksURL: String, issuer: String, audiences: [String]? = nil, clockSkew: Int64 = 60, cacheDirectory: String? = nil,
+                httpClient: any HTTPClient = CurlHTTPClient(), clock: any WallClock = SystemClock(),
+                logger: Logger = Logger(label: "lambda-auth-verifier")) throws(AuthError) {
+        let audiences = audiences ?? [issuer]
+        guard !audiences.isEmpty else { throw AuthError(.configError, "an access-token verifier needs at least one audience") }
+        guard clockSkew >= 0 else { throw AuthError(.configError, "the clock skew must not be negative") }
+        let source = try JWKSLocation(jwksURL, variable: "jwksURL").source(client: httpClient)
+        self.jwksURL = jwksURL
+        check = AccessTokenCheck(issuer: issuer, audiences: audiences, clockSkew: clockSkew)
+        keys = ProviderKeyCache(provider: KeySetName("access-token"), algorithm: .es256, source: source,
+                                cacheDirectory: cacheDirectory, clock: clock, logger: logger)
+        self.clock = clock
+    }
+
+    /// The keys from `<issuer>/.well-known/jwks.json`, where `well-known` publishes them.
+    public convenience init(issuer: String, audiences: [String]? = nil, clockSkew: Int64 = 60, cacheDirectory: String? = nil,
+                            httpClient: any HTTPClient = CurlHTTPClient(), clock: any WallClock = SystemClock(),
+                            logger: Logger = Logger(label: "lambda-auth-verifier")) throws(AuthError) {
+        try self.init(jwksURL: AccessTokenVerifier.jwksURL(issuer: issuer), issuer: issuer, audiences: audiences,
+                      clockSkew: clockSkew, cacheDirectory: cacheDirectory, httpClient: httpClient, clock: clock, logger: logger)
+    }
+
+    /// `<issuer>/.well-known/jwks.json`, as the issuer's discovery document names it.
+    public static func jwksURL(issuer: String) -> String {
+        (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/jwks.json"
+    }
+
+    public func verify(_ token: String) throws(AuthError) -> AccessTokenClaims {
+        try check.verify(token, now: clock.nowSeconds) { (keyID) throws(AuthError) -> JSONWebKey? in
+            do throws(AuthError) {
+                return try keys.key(id: keyID)
+            } catch {
+                // Still unknown after the refetch the cache policy allows: not one of the issuer's keys.
+                guard error.code == .unknownKeyID else { throw error }
+                return nil
+            }
+        }
+    }
+}

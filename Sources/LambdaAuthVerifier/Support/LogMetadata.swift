@@ -1,0 +1,18 @@
+import Logging
+
+// Typed log metadata, for every logger of the product (the JWKS cache here, the handlers through
+// LambdaAuth's JSONLogHandler, which writes these as JSON numbers, booleans and null).
+
+/// The value of a `.null` metadata entry.
+package struct JSONNull: CustomStringConvertible, Sendable {
+    package var description: String { "null" }
+}
+
+extension Logger.MetadataValue {
+    /// A JSON number in the log line.
+    public static func number(_ value: some BinaryInteger & Sendable) -> Self { .stringConvertible(value) }
+    /// A JSON boolean in the log line.
+    public static func bool(_ value: Bool) -> Self { .stringConvertible(value) }
+    /// A JSON null in the log line (a field that has no value this time, kept so lines line up).
+    public static let null = Self.stringConvertible(JSONNull())
+}
