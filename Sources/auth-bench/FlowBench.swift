@@ -50,6 +50,8 @@ enum FlowBench {
             "AUTH_CREDENTIALS_SECRET": "bench-credentials-secret-0123456789", "AUTH_GUEST": "on",
             // Email codes through the outbox; the bench sends more codes per address than users may.
             "AUTH_EMAIL": "on", "AUTH_EMAIL_SENDER": "outbox:" + directory + "/outbox", "AUTH_OTP_RATE": "1000",
+            // Required on DynamoDB (the local store would keep a dev key itself).
+            "AUTH_OTP_KEY": "YmVuY2gtb3RwLWtleS0wMTIzNDU2Nzg5YWJjZGVmMDE=",
         ]
         environment.merge(overrides) { $1 }
         return World(directory: directory, environment: environment, identityProvider: provider)

@@ -8,7 +8,9 @@ public struct SignOutHandler: RequestHandler {
         let body = RequestBody(request.body)
         let scope = try SignOutScope.parse(body.optionalString("scope", maximumBytes: 16, emptyIsAbsent: true))
         let revoked: Int
-        if request.carriesCallerToken || !request.body.keys.contains("refreshToken") {
+        if let accessToken = try request.presentedCallerToken() {
+            revoked = try flow.signOut(accessToken: accessToken, scope: scope, logger: context.logger)
+        } else if !request.body.keys.contains("refreshToken") {
             revoked = try flow.signOut(accessToken: try request.callerToken(), scope: scope, logger: context.logger)
         } else {
             let refreshToken = try body.requiredString("refreshToken", maximumBytes: 1024)
@@ -93,12 +95,5 @@ extension SessionSummary {
         ["id": .string(session.sessionID), "device": .object(session.device.mapValues(JSONValue.string)),
          "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(lastActiveAt)),
          "current": .bool(current)]
-    }
-}
-
-extension InvocationRequest {
-    /// Whether the request carries an access token at all (it may still be invalid).
-    var carriesCallerToken: Bool {
-        kind.isHTTP ? headers["authorization"] != nil : body["accessToken"] != nil
     }
 }
