@@ -10,14 +10,17 @@ import Testing
         let signer = SigV4Signer(credentials: MotoServer.credentials, region: MotoServer.region, service: "ses")
         let form = SigV4.encodeQuery([("Action", "VerifyEmailIdentity"), ("Version", "2010-12-01"), ("EmailAddress", address)])
         let request = HTTPRequest(method: "POST", url: moto.endpoint + "/",
-                                  headers: [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")], body: Array(form.utf8))
+                                  headers: [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")], body: Array(form.utf8),
+                                  timeout: 30)
         let response = try CurlHTTPClient().send(try signer.sign(request, now: SystemClock().now()))
         #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
     }
 
-    /// What moto's SES accepted, as the text of its model data.
+    /// What moto's SES accepted, as the text of its model data. The dump holds every service's data
+    /// of the shared moto (the other suites' tables too), so it is slow under a full test run.
     static func sentMessages(on moto: MotoServer) throws -> String {
-        let response = try CurlHTTPClient().send(HTTPRequest(url: moto.endpoint + "/moto-api/data.json", maximumResponseBytes: 64 << 20))
+        let response = try CurlHTTPClient().send(HTTPRequest(url: moto.endpoint + "/moto-api/data.json", timeout: 30,
+                                                             maximumResponseBytes: 64 << 20))
         return String(decoding: response.body, as: UTF8.self)
     }
 
