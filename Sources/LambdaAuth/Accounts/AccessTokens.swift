@@ -5,10 +5,13 @@ import Crypto
 public struct AccessTokenKey: Sendable {
     public let privateKey: P256.Signing.PrivateKey
     public let keyID: String
+    /// Derived once: every caller check verifies against it.
+    let verificationKey: JSONWebKey
 
     public init(privateKey: P256.Signing.PrivateKey) {
         self.privateKey = privateKey
         self.keyID = JSONWebKey.Material.p256(privateKey.publicKey).thumbprint
+        self.verificationKey = JSONWebKey(keyID: keyID, material: .p256(privateKey.publicKey))
     }
 
     public init(pem: String) throws(AuthError) {
@@ -28,7 +31,7 @@ public struct AccessTokenKey: Sendable {
     public var pemRepresentation: String { privateKey.pemRepresentation }
 
     /// The public JWK a resource server verifies our access tokens with.
-    public var publicJWK: JSONValue { JSONWebKey(keyID: keyID, material: .p256(privateKey.publicKey)).publicJWK }
+    public var publicJWK: JSONValue { verificationKey.publicJWK }
 
     public var jwks: JSONValue { ["keys": [publicJWK]] }
 }
@@ -77,7 +80,7 @@ public struct AccessTokenIssuer: Sendable {
     /// ACCESS_TOKEN_INVALID; the message says which check failed, never the token.
     public func verify(_ token: String, now: Int64) throws(AuthError) -> AccessTokenClaims {
         try AccessTokenCheck(issuer: issuer, audiences: [audience], clockSkew: 0).verify(token, now: now) { keyID in
-            keys.key(id: keyID).map { JSONWebKey(keyID: $0.keyID, material: .p256($0.privateKey.publicKey)) }
+            keys.key(id: keyID)?.verificationKey
         }
     }
 }

@@ -9,16 +9,9 @@ struct ProviderTokenRecord: Sendable {
     var clientID: String
     var sealedToken: String
     var createdAt: Int64
+}
 
-    init(userID: String, provider: ProviderName, subject: String, clientID: String, sealedToken: String, createdAt: Int64) {
-        self.userID = userID
-        self.provider = provider
-        self.subject = subject
-        self.clientID = clientID
-        self.sealedToken = sealedToken
-        self.createdAt = createdAt
-    }
-
+extension ProviderTokenRecord {
     init?(item: Item) {
         guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"),
               let sk = item["SK"]?.stringValue, sk.hasPrefix(Keys.providerTokenPrefix),

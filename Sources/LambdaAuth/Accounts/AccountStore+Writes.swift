@@ -115,10 +115,12 @@ extension AccountStore {
     /// The old token ACTIVE → USED (skipped for a USED token within its grace period), the new
     /// token put, the profile checked at the version of the user copy the new token carries and
     /// with the session still active, and the session touched conditional on being active, so no
-    /// token minted by a refresh racing a revocation survives it. `guestExpiresAt` (the user copy
-    /// is a guest's, exact by its version): the profile's and the session's `ttl` move forward to it.
-    func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64, guestExpiresAt: Int64? = nil,
+    /// token minted by a refresh racing a revocation survives it. The new token's `guestExpiresAt`
+    /// (its user copy is a guest's, exact by its version): the profile's and the session's `ttl`
+    /// move forward to it.
+    func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64,
                 now: Int64) throws(AuthError) -> RotationOutcome {
+        let guestExpiresAt = new.guestExpiresAt
         var plan = TransactionPlan<RotationStep>()
         if old.status == .active {
             plan.add(.retireOld, .update(

@@ -45,9 +45,8 @@ struct RefreshFlow: Sendable {
             guard let snapshot = copy else { throw revoked(record, now: now, logger: logger) }
             var next = store.newRefreshToken(refresh, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
             // A guest lives AUTH_GUEST_TTL past its last refresh: this one moves every expiry forward.
-            let guestExpiresAt = snapshot.isGuest ? now + store.guestTTL : nil
-            next.guestExpiresAt = guestExpiresAt
-            switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, guestExpiresAt: guestExpiresAt, now: now) {
+            next.guestExpiresAt = snapshot.isGuest ? now + store.guestTTL : nil
+            switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, now: now) {
             case .rotated:
                 logger.info("refreshed", metadata: ["userId": .string(record.userID), "sessionId": .string(record.familyID),
                                           "grace": .bool(record.status == .used)])

@@ -189,11 +189,8 @@ public struct AuthConfiguration: Sendable {
         configuration.stsRoleARN = reader.string("AUTH_STS_ROLE_ARN")
         configuration.stsEndpoint = try reader.url("AUTH_STS_ENDPOINT")
         configuration.userBucket = reader.string("AUTH_USER_BUCKET")
-        configuration.awsRegion = reader.string("AWS_REGION") ?? reader.string("AWS_DEFAULT_REGION")
-        if let accessKey = reader.string("AWS_ACCESS_KEY_ID"), let secretKey = reader.string("AWS_SECRET_ACCESS_KEY") {
-            configuration.awsCredentials = AWSCredentials(
-                accessKeyID: accessKey, secretAccessKey: secretKey, sessionToken: reader.string("AWS_SESSION_TOKEN"))
-        }
+        configuration.awsRegion = AWSEnvironment.region(reader)
+        configuration.awsCredentials = AWSEnvironment.credentials(reader)
         let settings = try LambdaSettings.fromEnvironment(environment)
         configuration.logLevel = settings.logLevel
         configuration.testMode = settings.testMode

@@ -20,20 +20,12 @@ public enum Startup {
         let reader = EnvironmentReader(environment)
         guard let value = reader.string("AUTH_SECRETS") else { return environment }
         let source = try SecretSource(value)
-        guard let region = reader.string("AWS_REGION") ?? reader.string("AWS_DEFAULT_REGION") else {
-            throw AuthError(.configError, "AWS_REGION is required with AUTH_SECRETS")
-        }
-        guard let accessKey = reader.string("AWS_ACCESS_KEY_ID"), let secretKey = reader.string("AWS_SECRET_ACCESS_KEY") else {
-            throw AuthError(.configError, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are required with AUTH_SECRETS")
-        }
+        let (region, credentials) = try AWSEnvironment.require(reader, for: "AUTH_SECRETS")
         let endpoint = try reader.url("AUTH_SECRETS_ENDPOINT")
         if let endpoint, endpoint.hasPrefix("http://"), !JWKSLocation.isLoopback(endpoint) {
             throw AuthError(.configError, "AUTH_SECRETS_ENDPOINT may use http:// only for a loopback address")
         }
-        let text = try source.fetch(endpoint: endpoint, region: region,
-                                    credentials: AWSCredentials(accessKeyID: accessKey, secretAccessKey: secretKey,
-                                                                sessionToken: reader.string("AWS_SESSION_TOKEN")),
-                                    http: http())
+        let text = try source.fetch(endpoint: endpoint, region: region, credentials: credentials, http: http())
         let variables = try source.variables(from: text, environment: environment)
         logger.info("secrets read", metadata: ["source": .string(source.label),
                                                "variables": .string(variables.keys.sorted().joined(separator: ","))])
@@ -44,7 +36,9 @@ public enum Startup {
 extension AuthServices {
     /// Secrets, configuration and services from a process environment.
     public static func start(environment: [String: String], logger: Logger) throws(AuthError) -> AuthServices {
-        let resolved = try Startup.resolvedEnvironment(environment, logger: logger)
-        return try AuthServices(configuration: try AuthConfiguration.fromEnvironment(resolved), logger: logger)
+        // One HTTP client for the process: the secret's request and every later one share it.
+        let http = CurlHTTPClient()
+        let resolved = try Startup.resolvedEnvironment(environment, logger: logger, http: http)
+        return try AuthServices(configuration: try AuthConfiguration.fromEnvironment(resolved), logger: logger, httpClient: http)
     }
 }

@@ -50,8 +50,8 @@ struct AccountDeletion: Sendable {
             }
             return try store.markForDeletion(user, callerSessionID: nil, now: now) ? true : nil
         }
-        let leftovers = try store.deletableItems(of: userID)
-        guard marked || !leftovers.isEmpty else { return false }
+        // Without a profile, only leftovers of an earlier deletion can be there to finish.
+        if !marked, try store.deletableItems(of: userID).isEmpty { return false }
         try finish(userID: userID, logger: logger)
         return true
     }

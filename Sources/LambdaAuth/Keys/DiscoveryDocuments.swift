@@ -29,10 +29,9 @@ public struct DiscoveryDocuments: Sendable {
     /// only what is true of our tokens is claimed (no authorization or token endpoint: sign-in is
     /// our own `signin`, not an OAuth flow, so `response_types_supported` would be a lie).
     public var openIDConfiguration: JSONValue {
-        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        return [
+        [
             "issuer": .string(issuer),
-            "jwks_uri": .string(base + Document.jwks.path),
+            "jwks_uri": .string(AccessTokenVerifier.jwksURL(issuer: issuer)),
             "id_token_signing_alg_values_supported": ["ES256"],
             "subject_types_supported": ["public"],
             "claims_supported": ["iss", "aud", "sub", "sid", "iat", "exp", "jti"],

@@ -19,10 +19,7 @@ public struct SignInHandler: RequestHandler {
         if provider == GuestSignInFlow.providerName {
             result = try guests.signIn(device: try SignInRequest.device(body), sourceIP: request.sourceIP, logger: context.logger)
         } else if provider == OneTimeCodeFlow.providerName {
-            let codes = try oneTimeCodes.get()
-            try codes.requireEnabled()
-            let identity = try codes.verify(try EmailAddress(try body.requiredString("email", maximumBytes: 254)),
-                                            code: try body.requiredString("code", maximumBytes: 16), logger: context.logger)
+            let identity = try oneTimeCodes.get().verify(body, logger: context.logger)
             let signIn = SignInRequest(provider: .email, idToken: "", nonce: nil, device: try SignInRequest.device(body), profileName: nil)
             result = try flow.findOrCreateUser(identity, request: signIn, logger: context.logger)
             context.logger.info("signed in", metadata: ["userId": .string(result.user.profile.userID), "sessionId": .string(result.session.sessionID),
@@ -70,10 +67,7 @@ public struct LinkProviderHandler: RequestHandler {
         let user: UserView
         switch action {
         case .link where provider == .email:
-            let codes = try oneTimeCodes.get()
-            try codes.requireEnabled()
-            let identity = try codes.verify(try EmailAddress(try body.requiredString("email", maximumBytes: 254)),
-                                            code: try body.requiredString("code", maximumBytes: 16), logger: context.logger)
+            let identity = try oneTimeCodes.get().verify(body, logger: context.logger)
             user = try flow.link(identity, for: caller, logger: context.logger)
         case .link:
             let idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
