@@ -70,10 +70,24 @@ struct AccountStore: Sendable {
 
     /// Every refresh token item of a user, in one query of its partition.
     func refreshTokens(of userID: String) throws(AuthError) -> [RefreshTokenRecord] {
+        try refreshTokenItems(of: userID).compactMap(RefreshTokenRecord.init(item:))
+    }
+
+    /// The keys of a user's tokens in `families` that are not revoked yet, picked by two
+    /// attributes: a sign-in that evicts a session reads every token of the partition (revoked
+    /// ones stay a day), and building whole records of them was most of its time.
+    func unrevokedRefreshTokenKeys(of userID: String, families: Set<String>) throws(AuthError) -> [TableKey] {
+        try refreshTokenItems(of: userID).compactMap { item in
+            guard let family = item["familyId"]?.stringValue, families.contains(family),
+                  item["status"]?.stringValue != RefreshTokenStatus.revoked.rawValue else { return nil }
+            return TableKey(item: item)
+        }
+    }
+
+    private func refreshTokenItems(of userID: String) throws(AuthError) -> [Item] {
         try table.queryAll(QueryRequest(
             keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
             attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.refreshTokenPrefix)])))
-            .compactMap(RefreshTokenRecord.init(item:))
     }
 
     func refreshToken(at key: TableKey) throws(AuthError) -> RefreshTokenRecord? {
@@ -120,13 +134,12 @@ struct AccountStore: Sendable {
     /// False when the gate's condition failed (nothing was written).
     func revokeSessions(userID: String, _ sessionIDs: [String], gate: TransactWriteAction?, now: Int64) throws(AuthError) -> Bool {
         guard !sessionIDs.isEmpty || gate != nil else { return true }
-        let families = Set(sessionIDs)
-        let tokens = try refreshTokens(of: userID).filter { families.contains($0.familyID) && $0.status != .revoked }
+        let tokens = try unrevokedRefreshTokenKeys(of: userID, families: Set(sessionIDs))
         // Conditional on existing, so that bookkeeping racing an account deletion never
         // recreates an item the deletion removed.
         var actions = gate.map { [$0] } ?? []
         actions += sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)") }
-        actions += tokens.map { AccountStore.revoke($0.key, now: now, condition: "attribute_exists(PK)") }
+        actions += tokens.map { AccountStore.revoke($0, now: now, condition: "attribute_exists(PK)") }
         var first = true
         var start = 0
         while start < actions.count {
