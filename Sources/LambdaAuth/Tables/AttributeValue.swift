@@ -93,7 +93,7 @@ extension AttributeValue {
         case ("BOOL", .bool(let flag)): self = .bool(flag)
         case ("NULL", .bool(true)): self = .null
         case ("M", .object(let members)):
-            var map: [String: AttributeValue] = [:]
+            var map = [String: AttributeValue](minimumCapacity: members.count)
             for (name, member) in members { map[name] = try AttributeValue(dynamoJSON: member) }
             self = .m(map)
         case ("L", .array(let elements)):
@@ -128,7 +128,7 @@ public enum DynamoJSON {
 
     public static func decodeItem(_ json: JSONValue) throws(DynamoJSONError) -> Item {
         guard case .object(let members) = json else { throw DynamoJSONError(reason: "an item must be a JSON object") }
-        var item: Item = [:]
+        var item = Item(minimumCapacity: members.count)
         for (name, value) in members { item[name] = try AttributeValue(dynamoJSON: value) }
         return item
     }

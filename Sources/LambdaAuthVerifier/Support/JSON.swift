@@ -99,6 +99,8 @@ struct JSONParser {
     let bytes: [UInt8]
     var index = 0
     var depth = 0
+    /// The members of each object being parsed, one buffer per nesting depth (see parseObject).
+    var pendingMembers: [[(name: String, value: JSONValue, offset: Int)]] = []
     static let maximumDepth = 128
 
     init(bytes: [UInt8]) { self.bytes = bytes }
@@ -157,15 +159,18 @@ struct JSONParser {
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
         index += 1
-        // The document's own object (a token payload, a request body) gets room for its usual
-        // members up front instead of rehashing as it grows; nested objects, often tiny and
-        // numerous (DynamoDB JSON), start empty.
-        var members = depth == 1 ? [String: JSONValue](minimumCapacity: 16) : [:]
+        // Members are gathered first and the dictionary made at its final size: growing it one
+        // member at a time rehashed every member at each doubling, which was a fifth of reading
+        // a store's log (many objects of ten to twenty members). The gathering buffers are kept
+        // per depth, so a document reuses them instead of allocating one per object.
+        let level = depth - 1
+        while pendingMembers.count <= level { pendingMembers.append([]) }
+        defer { pendingMembers[level].removeAll(keepingCapacity: true) }
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return .object([:])
         }
         while true {
             skipWhitespace()
@@ -179,14 +184,18 @@ struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if members.updateValue(value, forKey: name) != nil {
-                throw JSONParseError(kind: .duplicateMember(name), offset: nameOffset, reason: "")
-            }
+            pendingMembers[level].append((name, value, nameOffset))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
             if bytes[index] == UInt8(ascii: "}") { index += 1; break }
             throw fail("expected ',' or '}'")
+        }
+        var members = [String: JSONValue](minimumCapacity: pendingMembers[level].count)
+        for member in pendingMembers[level] {
+            if members.updateValue(member.value, forKey: member.name) != nil {
+                throw JSONParseError(kind: .duplicateMember(member.name), offset: member.offset, reason: "")
+            }
         }
         depth -= 1
         return .object(members)
