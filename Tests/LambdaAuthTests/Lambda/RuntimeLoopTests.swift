@@ -96,13 +96,14 @@ import Glibc
 
     /// The store's deferred checkpoint runs after each response, in both modes: once an
     /// invocation is answered (and, under the Runtime API, the next event asked for), the log is
-    /// under the checkpoint threshold again. Without that maintenance forty rotations would grow
-    /// it to 120 KB, towards the writers' inline cap of four times the threshold.
+    /// under the checkpoint threshold again. Without that maintenance forty rotations (about
+    /// 120 KB of log) would grow it past the threshold, up to the writers' inline cap of four
+    /// times the threshold.
     @Test(arguments: [true, false]) func aRefreshChainIsCheckpointedAfterItsResponses(throughRuntimeAPI: Bool) throws {
         let world = FlowWorld()
         let signedIn = world.signIn(token: world.googleToken(subject: "maintenance-user"))
         var token = try #require(signedIn["tokens"]?["refreshToken"])
-        let threshold = 48 * 1024  // LocalTable.checkpointThreshold
+        let threshold = LocalTable.checkpointThreshold
         let wal = world.storeDirectory + "/wal"
         func walSize() -> Int {
             var status = stat()
