@@ -36,7 +36,11 @@ extension AccountStore {
         item["type"] = .s(type)
         item["handledAt"] = .s(Timestamps.format(now))
         item["ttl"] = .n(expiresAt)
-        _ = try table.transact([.put(item)])
+        do {
+            try table.putItem(item)
+        } catch {
+            throw error.authError
+        }
     }
 }
 
