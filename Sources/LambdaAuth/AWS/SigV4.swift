@@ -80,7 +80,7 @@ public enum SigV4 {
     }
 
     public static func stringToSign(_ canonicalRequest: CanonicalRequest, amzDate: String, region: String, service: String) -> String {
-        let hash = Array(SHA256.hash(data: Array(canonicalRequest.text.utf8))).hexString
+        let hash = SHA256.hexDigest(of: Array(canonicalRequest.text.utf8))
         return "\(algorithm)\n\(amzDate)\n\(credentialScope(date: amzDate, region: region, service: service))\n\(hash)"
     }
 
@@ -104,7 +104,7 @@ public enum SigV4 {
     }
 
     public static func payloadHash(_ body: [UInt8]) -> String {
-        Array(SHA256.hash(data: body)).hexString
+        SHA256.hexDigest(of: body)
     }
 
     /// RFC 3986 percent-encoding of UTF-8 bytes; only `A-Z a-z 0-9 - _ . ~` (and `/` when asked)

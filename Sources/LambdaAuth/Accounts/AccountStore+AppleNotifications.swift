@@ -46,6 +46,6 @@ extension AccountStore {
 
 extension Keys {
     static func appleNotification(id: String) -> TableKey {
-        TableKey(pk: "NOTIFICATION#apple#\(Array(SHA256.hash(data: Array(id.utf8))).hexString)", sk: "REPLAY")
+        TableKey(pk: "NOTIFICATION#apple#\(SHA256.hexDigest(of: Array(id.utf8)))", sk: "REPLAY")
     }
 }

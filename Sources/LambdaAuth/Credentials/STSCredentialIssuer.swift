@@ -114,7 +114,7 @@ public struct STSCredentialIssuer: CredentialIssuer {
     public static func roleSessionName(userID: String) -> String {
         let plain = "lambda-auth-" + userID
         if plain.utf8.count <= 64, userID.utf8.allSatisfy(isSessionNameByte) { return plain }
-        return "lambda-auth-h" + Array(SHA256.hash(data: Array(userID.utf8))).hexString.prefix(40)
+        return "lambda-auth-h" + SHA256.hexDigest(of: Array(userID.utf8)).prefix(40)
     }
 
     static func isSessionNameByte(_ byte: UInt8) -> Bool {
