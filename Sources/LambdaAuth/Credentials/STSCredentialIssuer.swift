@@ -118,11 +118,11 @@ public struct STSCredentialIssuer: CredentialIssuer {
     }
 
     static func isSessionNameByte(_ byte: UInt8) -> Bool {
-        SigV4.isUnreserved(byte) && byte != UInt8(ascii: "~") || "+=,.@-_".utf8.contains(byte)
+        PercentEncoding.isUnreserved(byte) && byte != UInt8(ascii: "~") || "+=,.@-_".utf8.contains(byte)
     }
 
     static func isSafeUserID(_ userID: String) -> Bool {
-        (1...128).contains(userID.utf8.count) && userID.utf8.allSatisfy { SigV4.isUnreserved($0) && $0 != UInt8(ascii: "~") }
+        (1...128).contains(userID.utf8.count) && userID.utf8.allSatisfy { PercentEncoding.isUnreserved($0) && $0 != UInt8(ascii: "~") }
     }
 }
 
