@@ -80,7 +80,7 @@ public enum SigV4 {
     }
 
     public static func stringToSign(_ canonicalRequest: CanonicalRequest, amzDate: String, region: String, service: String) -> String {
-        let hash = Array(SHA256.hash(data: Array(canonicalRequest.text.utf8))).hexString
+        let hash = SHA256.hexDigest(of: Array(canonicalRequest.text.utf8))
         return "\(algorithm)\n\(amzDate)\n\(credentialScope(date: amzDate, region: region, service: service))\n\(hash)"
     }
 
@@ -104,25 +104,12 @@ public enum SigV4 {
     }
 
     public static func payloadHash(_ body: [UInt8]) -> String {
-        Array(SHA256.hash(data: body)).hexString
+        SHA256.hexDigest(of: body)
     }
 
-    /// RFC 3986 percent-encoding of UTF-8 bytes; only `A-Z a-z 0-9 - _ . ~` (and `/` when asked)
-    /// stay as they are, hex digits uppercase, as SigV4 requires.
+    /// SigV4's UriEncode is RFC 3986 percent-encoding with uppercase hex: `PercentEncoding`'s.
     public static func uriEncode<Text: StringProtocol>(_ text: Text, keepingSlashes: Bool = false) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            if isUnreserved(byte) || (keepingSlashes && byte == UInt8(ascii: "/")) {
-                output.append(byte)
-            } else {
-                output.append(UInt8(ascii: "%"))
-                output.append(hex[Int(byte >> 4)])
-                output.append(hex[Int(byte & 0xF)])
-            }
-        }
-        return String(decoding: output, as: UTF8.self)
+        PercentEncoding.encode(text, keepingSlashes: keepingSlashes)
     }
 
     /// Percent-decodes `%XX` sequences (`+` stays a plus, as AWS reads query strings); nil when a
@@ -149,7 +136,7 @@ public enum SigV4 {
 
     /// A query string (`a=1&b=&c`) from decoded pairs, encoded the way the signature expects.
     public static func encodeQuery(_ pairs: [(name: String, value: String)]) -> String {
-        pairs.map { "\(uriEncode($0.name))=\(uriEncode($0.value))" }.joined(separator: "&")
+        PercentEncoding.form(pairs)
     }
 
     /// Sorted by encoded name, then encoded value; every pair written `name=value`, even empty ones.
@@ -184,11 +171,6 @@ public enum SigV4 {
     static func collapseWhitespace(_ value: String) -> String {
         value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\u{0B}" || $0 == "\u{0C}" })
             .joined(separator: " ")
-    }
-
-    static func isUnreserved(_ byte: UInt8) -> Bool {
-        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "~")
     }
 
     static func hexValue(_ byte: UInt8) -> UInt8? {

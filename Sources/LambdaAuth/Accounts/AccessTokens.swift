@@ -14,14 +14,6 @@ public struct AccessTokenKey: Sendable {
         self.verificationKey = JSONWebKey(keyID: keyID, material: .p256(privateKey.publicKey))
     }
 
-    public init(pem: String) throws(AuthError) {
-        do {
-            self.init(privateKey: try P256.Signing.PrivateKey(pemRepresentation: pem))
-        } catch {
-            throw AuthError(.configError, "AUTH_SIGNING_KEY is not a PEM EC P-256 private key")
-        }
-    }
-
     /// A new random key, for test and replay environments that must configure one.
     public static func generate() -> AccessTokenKey {
         AccessTokenKey(privateKey: P256.Signing.PrivateKey())

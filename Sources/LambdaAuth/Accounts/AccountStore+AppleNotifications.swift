@@ -36,12 +36,16 @@ extension AccountStore {
         item["type"] = .s(type)
         item["handledAt"] = .s(Timestamps.format(now))
         item["ttl"] = .n(expiresAt)
-        _ = try table.transact([.put(item)])
+        do {
+            try table.putItem(item)
+        } catch {
+            throw error.authError
+        }
     }
 }
 
 extension Keys {
     static func appleNotification(id: String) -> TableKey {
-        TableKey(pk: "NOTIFICATION#apple#\(Array(SHA256.hash(data: Array(id.utf8))).hexString)", sk: "REPLAY")
+        TableKey(pk: "NOTIFICATION#apple#\(SHA256.hexDigest(of: Array(id.utf8)))", sk: "REPLAY")
     }
 }

@@ -16,6 +16,9 @@ public final class AuthServices: Sendable {
     let apple: AppleAccountTokens
     let httpClient: any HTTPClient
     let logger: Logger
+    /// Built once (its email sender, its key source); a failure to build it (`ses` without a
+    /// region) is kept and thrown by every use, and only by a use.
+    private let oneTimeCodeFlow: Result<OneTimeCodeFlow, AuthError>
 
     public init(configuration: AuthConfiguration, logger: Logger, table: (any Table)? = nil,
                 httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource(),
@@ -38,6 +41,9 @@ public final class AuthServices: Sendable {
         self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL)
         retry = OptimisticRetry(sleeper: sleeper, random: random)
         apple = AppleAccountTokens(settings: configuration.appleServer, http: httpClient, store: self.store, clock: configuration.clock)
+        oneTimeCodeFlow = Result { () throws(AuthError) in
+            try AuthServices.makeOneTimeCodes(configuration, table: store, random: random, httpClient: httpClient, logger: logger)
+        }
     }
 
     var signIn: SignInFlow {
@@ -63,27 +69,27 @@ public final class AuthServices: Sendable {
     }
 
     var oneTimeCodes: OneTimeCodeFlow {
-        get throws(AuthError) {
-            let configuration = configuration, table = table, clock = clock, random = random, logger = logger
-            let sender: any EmailSender
-            switch configuration.emailSender {
-            case .outbox(let directory):
-                sender = OutboxEmailSender(directory: directory, from: configuration.emailFrom ?? "lambda-auth@localhost", random: random)
-            case .ses:
-                let (region, credentials) = try AWSEnvironment.require(configuration, for: "AUTH_EMAIL_SENDER=ses")
-                sender = SESEmailSender(from: configuration.emailFrom ?? "", endpoint: configuration.sesEndpoint ?? "https://email.\(region).amazonaws.com",
-                                        region: region, credentials: credentials, http: httpClient)
-            }
-            return OneTimeCodeFlow(
-                enabled: configuration.emailEnabled, store: OneTimeCodeStore(table: table),
-                key: { (create: Bool) throws(AuthError) -> SymmetricKey? in
-                    if let configured = configuration.otpKey { return SymmetricKey(data: configured) }
-                    return try DevSecrets.oneTimeCodeKey(in: table, create: create, now: clock.nowSeconds, random: random, logger: logger)
-                        .map { SymmetricKey(data: $0) }
-                },
-                sender: sender, limiter: TableRateLimiter(table: table), perEmail: RateLimit(configuration.otpRate),
-                perSourceIP: RateLimit(30), ttl: configuration.otpTTL, clock: clock, random: random)
+        get throws(AuthError) { try oneTimeCodeFlow.get() }
+    }
+
+    private static func makeOneTimeCodes(_ configuration: AuthConfiguration, table: any Table, random: any RandomSource,
+                                         httpClient: any HTTPClient, logger: Logger) throws(AuthError) -> OneTimeCodeFlow {
+        let clock = configuration.clock
+        let sender: any EmailSender
+        switch configuration.emailSender {
+        case .outbox(let directory):
+            sender = OutboxEmailSender(directory: directory, from: configuration.emailFrom ?? "lambda-auth@localhost", random: random)
+        case .ses:
+            let (region, credentials) = try AWSEnvironment.require(configuration, for: "AUTH_EMAIL_SENDER=ses")
+            sender = SESEmailSender(from: configuration.emailFrom ?? "", endpoint: configuration.sesEndpoint ?? "https://email.\(region).amazonaws.com",
+                                    region: region, credentials: credentials, http: httpClient)
         }
+        let keys = OneTimeCodeKeySource(configured: configuration.otpKey, table: table, clock: clock, random: random, logger: logger)
+        return OneTimeCodeFlow(
+            enabled: configuration.emailEnabled, store: OneTimeCodeStore(table: table),
+            key: { (create: Bool) throws(AuthError) -> SymmetricKey? in try keys.key(create: create) },
+            sender: sender, limiter: TableRateLimiter(table: table), perEmail: RateLimit(configuration.otpRate),
+            perSourceIP: RateLimit(30), ttl: configuration.otpTTL, clock: clock, random: random)
     }
 
     var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }

@@ -39,11 +39,9 @@ struct RefreshTokenCredential: Sendable {
     }
 
     /// SHA-256 (hex) of the secret part: what the item keeps as `secretHash`.
-    var secretHash: String { RefreshTokenCredential.hash(secret) }
+    var secretHash: String { SHA256.hexDigest(of: secret) }
     /// SHA-256 (hex) of the whole token: the item's `GSI1PK` suffix.
-    var tokenHash: String { RefreshTokenCredential.hash(Array(token.utf8)) }
-
-    static func hash(_ bytes: [UInt8]) -> String { Array(SHA256.hash(data: bytes)).hexString }
+    var tokenHash: String { SHA256.hexDigest(of: Array(token.utf8)) }
 
     enum Presented {
         /// A keyed token: read its item directly.
@@ -56,7 +54,7 @@ struct RefreshTokenCredential: Sendable {
 
     static func parse(_ text: String) -> Presented {
         guard let bytes = Base64.urlDecoded(text), Base64.urlEncoded(bytes) == text else { return .unknown }
-        if bytes.count == secretLength { return .legacy(tokenHash: hash(Array(text.utf8))) }
+        if bytes.count == secretLength { return .legacy(tokenHash: SHA256.hexDigest(of: Array(text.utf8))) }
         guard bytes.first == formatVersion else { return .unknown }
         var position = 1
         func part() -> String? {

@@ -30,10 +30,9 @@ public struct AppleServerSettings: Sendable {
                 throw AuthConfiguration.configError("AUTH_APPLE_PRIVATE_KEY_FILE", "cannot be read")
             }
         }
-        for variable in ["AUTH_APPLE_TOKEN_URL", "AUTH_APPLE_REVOKE_URL"] {
-            if let url = reader.string(variable) { try AppleServerSettings.validateEndpoint(url, variable: variable) }
-        }
         // Checked even with the back channel off: an invalid value is never silently ignored.
+        let tokenURL = try reader.secureURL("AUTH_APPLE_TOKEN_URL")
+        let revokeURL = try reader.secureURL("AUTH_APPLE_REVOKE_URL")
         var dataKey: [UInt8]?
         if let encodedDataKey = reader.string("AUTH_DATA_KEY") {
             guard let decoded = Base64.decoded(encodedDataKey.trimmingCharacters(in: " \n")), decoded.count == 32 else {
@@ -57,17 +56,7 @@ public struct AppleServerSettings: Sendable {
             throw AuthConfiguration.configError("AUTH_DATA_KEY", "is required with AUTH_APPLE_TEAM_ID: Apple's refresh tokens are stored encrypted under it")
         }
         return AppleServerSettings(teamID: teamID, keyID: keyID, privateKey: privateKey,
-                                   tokenURL: reader.string("AUTH_APPLE_TOKEN_URL") ?? defaultTokenURL,
-                                   revokeURL: reader.string("AUTH_APPLE_REVOKE_URL") ?? defaultRevokeURL,
+                                   tokenURL: tokenURL ?? defaultTokenURL, revokeURL: revokeURL ?? defaultRevokeURL,
                                    dataKey: SymmetricKey(data: dataKey))
-    }
-
-    /// https, or http to a loopback address only: the same rule as the JWKS URLs (the client
-    /// secret and Apple's tokens never cross a network in the clear).
-    static func validateEndpoint(_ url: String, variable: String) throws(AuthError) {
-        switch try JWKSLocation(url, variable: variable) {
-        case .https, .loopbackHTTP: return
-        case .file: throw AuthConfiguration.configError(variable, "must be an https:// or loopback http:// URL")
-        }
     }
 }

@@ -47,10 +47,10 @@ struct AppleTokenClient: Sendable {
         throw try AppleTokenClient.failure(response, endpoint: "revocation")
     }
 
-    private func post(_ url: String, what: String, _ fields: [(String, String)]) throws(AuthError) -> HTTPResponse {
+    private func post(_ url: String, what: String, _ fields: [(name: String, value: String)]) throws(AuthError) -> HTTPResponse {
         let request = HTTPRequest(method: "POST", url: url,
                                   headers: [("content-type", "application/x-www-form-urlencoded"), ("accept", "application/json")],
-                                  body: Array(FormEncoding.encode(fields).utf8), timeout: AppleTokenClient.timeout,
+                                  body: Array(PercentEncoding.form(fields).utf8), timeout: AppleTokenClient.timeout,
                                   maximumResponseBytes: 64 << 10)
         do {
             return try http.send(request)
@@ -79,29 +79,9 @@ struct AppleTokenClient: Sendable {
     }
 }
 
-/// application/x-www-form-urlencoded (the WHATWG URL standard's serializer); public for the dev
-/// Apple server, which reads what this writes.
+/// Reading application/x-www-form-urlencoded (`+` is a space); public for the dev Apple server,
+/// which reads what `PercentEncoding.form` writes to Apple.
 public enum FormEncoding {
-    public static func encode(_ fields: [(String, String)]) -> String {
-        fields.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
-    }
-
-    static func escape(_ text: String) -> String {
-        var output = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: " "): output += "+"
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                output += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
-            }
-        }
-        return output
-    }
-
     /// The fields of a form body; nil when it is not one.
     public static func decode(_ body: String) -> [String: String]? {
         var fields: [String: String] = [:]

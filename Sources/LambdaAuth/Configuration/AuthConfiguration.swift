@@ -132,22 +132,10 @@ public struct AuthConfiguration: Sendable {
         configuration.refreshGrace = try reader.integer("AUTH_REFRESH_GRACE", in: 0...3600) ?? 30
         configuration.reauthenticationWindow = try reader.integer("AUTH_REAUTH_WINDOW", in: 0...86_400) ?? 300
         configuration.maxSessions = Int(try reader.integer("AUTH_MAX_SESSIONS", in: 1...1000) ?? 5)
-        if let guests = reader.string("AUTH_GUEST") {
-            switch guests.lowercased() {
-            case "on": configuration.guestsEnabled = true
-            case "off": configuration.guestsEnabled = false
-            default: throw configError("AUTH_GUEST", "must be on or off")
-            }
-        }
+        configuration.guestsEnabled = try reader.onOff("AUTH_GUEST") ?? false
         configuration.guestRate = Int(try reader.integer("AUTH_GUEST_RATE", in: 1...1_000_000) ?? 30)
         configuration.guestTTL = try reader.integer("AUTH_GUEST_TTL", in: 3600...31_536_000) ?? 2_592_000
-        if let email = reader.string("AUTH_EMAIL") {
-            switch email.lowercased() {
-            case "on": configuration.emailEnabled = true
-            case "off": configuration.emailEnabled = false
-            default: throw configError("AUTH_EMAIL", "must be on or off")
-            }
-        }
+        configuration.emailEnabled = try reader.onOff("AUTH_EMAIL") ?? false
         configuration.otpTTL = try reader.integer("AUTH_OTP_TTL", in: 60...86_400) ?? 600
         configuration.otpRate = Int(try reader.integer("AUTH_OTP_RATE", in: 1...1000) ?? 5)
         if let key = reader.string("AUTH_OTP_KEY") {
@@ -169,12 +157,7 @@ public struct AuthConfiguration: Sendable {
         if let from = configuration.emailFrom, !from.contains("@") || from.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw configError("AUTH_EMAIL_FROM", "must be an email address")
         }
-        if let endpoint = reader.string("AUTH_SES_ENDPOINT") {
-            guard (endpoint.hasPrefix("https://") && endpoint.count > 8) || (endpoint.hasPrefix("http://") && JWKSLocation.isLoopback(endpoint)) else {
-                throw configError("AUTH_SES_ENDPOINT", "must be an https:// URL, or http:// to a loopback address")
-            }
-            configuration.sesEndpoint = endpoint
-        }
+        configuration.sesEndpoint = try reader.secureURL("AUTH_SES_ENDPOINT")
         if let mode = reader.string("AUTH_CREDENTIALS") {
             guard let value = CredentialsMode(rawValue: mode) else {
                 throw configError("AUTH_CREDENTIALS", "must be local or sts")
@@ -306,6 +289,30 @@ struct EnvironmentReader {
             throw AuthConfiguration.configError(name, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return number
+    }
+
+    /// A switch (AUTH_GUEST, AUTH_EMAIL): `on` or `off`, in any case.
+    func onOff(_ name: String) throws(AuthError) -> Bool? {
+        guard let value = string(name) else { return nil }
+        switch value.lowercased() {
+        case "on": return true
+        case "off": return false
+        default: throw AuthConfiguration.configError(name, "must be on or off")
+        }
+    }
+
+    /// An https:// URL, or http:// to a loopback address only: what secrets, email codes and
+    /// Apple's tokens travel to, never in the clear across a network.
+    func secureURL(_ name: String) throws(AuthError) -> String? {
+        guard let value = string(name) else { return nil }
+        if value.hasPrefix("http://") {
+            guard JWKSLocation.isLoopback(value) else {
+                throw AuthConfiguration.configError(name, "may use http:// only for a loopback address")
+            }
+        } else if !value.hasPrefix("https://") || value.count == "https://".count {
+            throw AuthConfiguration.configError(name, "must be an https:// URL, or http:// to a loopback address")
+        }
+        return value
     }
 
     func url(_ name: String) throws(AuthError) -> String? {

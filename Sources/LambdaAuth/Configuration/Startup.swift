@@ -21,10 +21,7 @@ public enum Startup {
         guard let value = reader.string("AUTH_SECRETS") else { return environment }
         let source = try SecretSource(value)
         let (region, credentials) = try AWSEnvironment.require(reader, for: "AUTH_SECRETS")
-        let endpoint = try reader.url("AUTH_SECRETS_ENDPOINT")
-        if let endpoint, endpoint.hasPrefix("http://"), !JWKSLocation.isLoopback(endpoint) {
-            throw AuthError(.configError, "AUTH_SECRETS_ENDPOINT may use http:// only for a loopback address")
-        }
+        let endpoint = try reader.secureURL("AUTH_SECRETS_ENDPOINT")
         let text = try source.fetch(endpoint: endpoint, region: region, credentials: credentials, http: http())
         let variables = try source.variables(from: text, environment: environment)
         logger.info("secrets read", metadata: ["source": .string(source.label),

@@ -114,15 +114,15 @@ public struct STSCredentialIssuer: CredentialIssuer {
     public static func roleSessionName(userID: String) -> String {
         let plain = "lambda-auth-" + userID
         if plain.utf8.count <= 64, userID.utf8.allSatisfy(isSessionNameByte) { return plain }
-        return "lambda-auth-h" + Array(SHA256.hash(data: Array(userID.utf8))).hexString.prefix(40)
+        return "lambda-auth-h" + SHA256.hexDigest(of: Array(userID.utf8)).prefix(40)
     }
 
     static func isSessionNameByte(_ byte: UInt8) -> Bool {
-        SigV4.isUnreserved(byte) && byte != UInt8(ascii: "~") || "+=,.@-_".utf8.contains(byte)
+        PercentEncoding.isUnreserved(byte) && byte != UInt8(ascii: "~") || "+=,.@-_".utf8.contains(byte)
     }
 
     static func isSafeUserID(_ userID: String) -> Bool {
-        (1...128).contains(userID.utf8.count) && userID.utf8.allSatisfy { SigV4.isUnreserved($0) && $0 != UInt8(ascii: "~") }
+        (1...128).contains(userID.utf8.count) && userID.utf8.allSatisfy { PercentEncoding.isUnreserved($0) && $0 != UInt8(ascii: "~") }
     }
 }
 

@@ -36,22 +36,31 @@ struct AccountDeletion: Sendable {
         }
     }
 
-    /// Marks (no caller, no re-authentication) and deletes every item: for operators and for
-    /// Apple's notifications. `beforeMark` runs once, before the mark, unless an earlier request
-    /// marked the user already. False when there is no such user.
-    func deleteWithoutCaller(userID: String, now: Int64, logger: Logger, beforeMark: () throws(AuthError) -> Void = {}) throws(AuthError) -> Bool {
+    /// Marks (no caller, no re-authentication) and deletes every item: for operators, for Apple's
+    /// notifications and for the pruning of expired guests. `shouldDelete` decides on the profile
+    /// as read again inside the loop (a user it refuses is left alone, even one already marked);
+    /// `beforeMark` runs once, before the mark, unless an earlier request marked the user already.
+    /// False when there is no such user, or `shouldDelete` refused it.
+    func deleteWithoutCaller(userID: String, now: Int64, logger: Logger, beforeMark: () throws(AuthError) -> Void = {},
+                             where shouldDelete: (UserProfile) -> Bool = { _ in true }) throws(AuthError) -> Bool {
+        enum Outcome { case marked, noProfile, refused }
         var prepared = false
-        let marked = try retry.run("account deletion") { () throws(AuthError) -> Bool? in
-            guard let user = try store.user(userID) else { return false }
-            if user.profile.deletionRequestedAt != nil { return true }
+        let outcome = try retry.run("account deletion") { () throws(AuthError) -> Outcome? in
+            guard let user = try store.user(userID) else { return .noProfile }
+            guard shouldDelete(user.profile) else { return .refused }
+            if user.profile.deletionRequestedAt != nil { return .marked }
             if !prepared {
                 try beforeMark()
                 prepared = true
             }
-            return try store.markForDeletion(user, callerSessionID: nil, now: now) ? true : nil
+            return try store.markForDeletion(user, callerSessionID: nil, now: now) ? .marked : nil
         }
+        switch outcome {
+        case .refused: return false
         // Without a profile, only leftovers of an earlier deletion can be there to finish.
-        if !marked, try store.deletableItems(of: userID).isEmpty { return false }
+        case .noProfile: if try store.deletableItems(of: userID).isEmpty { return false }
+        case .marked: break
+        }
         try finish(userID: userID, logger: logger)
         return true
     }

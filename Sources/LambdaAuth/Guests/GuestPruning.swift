@@ -25,8 +25,8 @@ public enum GuestPruning {
         let now = configuration.clock.nowSeconds
         let everything = try makeTable(configuration, clock: FixedClock(0))
         let store = AccountStore(table: everything, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL)
-        let retry = OptimisticRetry(sleeper: SystemSleeper(), random: SystemRandomSource())
-        let deletion = AccountDeletion(store: store, retry: retry)
+        let deletion = AccountDeletion(store: store, retry: OptimisticRetry(sleeper: SystemSleeper(), random: SystemRandomSource()))
+        let expired = { (profile: UserProfile) in profile.isGuest && profile.guestExpiresAt.map { $0 < now } == true }
 
         var profiles: [String: UserProfile] = [:]
         var partitions: Set<String> = []
@@ -55,16 +55,10 @@ public enum GuestPruning {
         var report = Report()
         for userID in partitions.sorted() {
             if let profile = profiles[userID] {
-                guard profile.isGuest, let expiresAt = profile.guestExpiresAt, expiresAt < now else { continue }
-                let marked = try retry.run("guest pruning") { () throws(AuthError) -> Bool? in
-                    // Read again: only a guest still expired now is deleted.
-                    guard let user = try store.user(userID) else { return false }
-                    guard user.profile.isGuest, let expiry = user.profile.guestExpiresAt, expiry < now else { return false }
-                    if user.profile.deletionRequestedAt != nil { return true }
-                    return try store.markForDeletion(user, callerSessionID: nil, now: now) ? true : nil
-                }
-                guard marked else { continue }
-                try deletion.finish(userID: userID, logger: logger)
+                guard expired(profile) else { continue }
+                // Decided again on the profile as the deletion reads it: a guest upgraded or
+                // refreshed since the scan is left alone.
+                guard try deletion.deleteWithoutCaller(userID: userID, now: now, logger: logger, where: expired) else { continue }
                 report.expiredGuests += 1
             } else {
                 // No PROFILE: every item here is a leftover that no flow can reach (profiles are

@@ -102,10 +102,11 @@ extension AccountStore {
             updates.append((token.key, token.expiresAt + RefreshTokenRecord.expiredVisibility))
         }
         for (key, ttl) in updates {
-            _ = try? table.transact([.update(
-                key: key, update: "SET #ttl = :ttl", condition: "#status = :active",
+            _ = try? table.updateItem(
+                key, update: "SET #ttl = :ttl", condition: "#status = :active",
                 attributes: ExpressionAttributes(names: ["#ttl": "ttl", "#status": "status"],
-                                                 values: [":ttl": .n(ttl), ":active": .s(SessionStatus.active.rawValue)]))])
+                                                 values: [":ttl": .n(ttl), ":active": .s(SessionStatus.active.rawValue)]),
+                returnValues: .none)
         }
     }
 }

@@ -76,7 +76,7 @@ struct TableRateLimiter: RateLimiting {
     /// could not be part of a key as it is (too long, or with `#`), so no caller input shapes keys.
     static func counterKey(_ scope: RateLimitScope, key: String, windowStart: Int64) -> TableKey {
         let plain = key.utf8.count <= 128 && !key.contains("#") && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
-        let part = plain ? key : "sha256:" + Array(SHA256.hash(data: Array(key.utf8))).hexString
+        let part = plain ? key : "sha256:" + SHA256.hexDigest(of: Array(key.utf8))
         return TableKey(pk: "RATE#\(scope.name)#\(part)", sk: "WINDOW#\(windowStart)")
     }
 }

@@ -49,7 +49,11 @@ import Testing
 
     @Test func loadsPEMKeysAndRefusesGarbage() throws {
         let key = P256.Signing.PrivateKey()
-        #expect(try AccessTokenKey(pem: key.pemRepresentation).keyID == AccessTokenKey(privateKey: key).keyID)
-        #expect(throws: AuthError.self) { try AccessTokenKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----") }
+        #expect(try AccessTokenKeySet.parse(pem: key.pemRepresentation, variable: "AUTH_SIGNING_KEY").keys.map(\.keyID)
+            == [AccessTokenKey(privateKey: key).keyID])
+        let garbage = #expect(throws: AuthError.self) {
+            try AccessTokenKeySet.parse(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", variable: "AUTH_SIGNING_KEY")
+        }
+        #expect(garbage?.description == "CONFIG_ERROR: AUTH_SIGNING_KEY: key 1 of 1 is not a PEM EC P-256 private key")
     }
 }

@@ -35,7 +35,7 @@ import Testing
     func revoke(with secret: String, clientID: String = AppleClientSecretTests.clientID) throws -> (Int, String?) {
         let response = try CurlHTTPClient().send(HTTPRequest(
             method: "POST", url: apple.server.revokeURL, headers: [("content-type", "application/x-www-form-urlencoded")],
-            body: Array(FormEncoding.encode([("client_id", clientID), ("client_secret", secret), ("token", "t")]).utf8)))
+            body: Array(PercentEncoding.form([("client_id", clientID), ("client_secret", secret), ("token", "t")]).utf8)))
         return (response.status, AppleTokenClient.errorName(response))
     }
 
@@ -81,6 +81,19 @@ import Testing
             #expect(error.code == .configError && error.message.contains("AUTH_APPLE_TEAM_ID"))
             #expect(!error.message.contains(settings.teamID) && !error.message.contains(settings.keyID))
         }
+    }
+
+    /// Our form bodies are RFC 3986 percent-encoded (`~` as is; `*`, space and `+` as %XX): the dev
+    /// Apple server, reading application/x-www-form-urlencoded, gets every value back exactly.
+    @Test func formValuesReachAppleExactly() throws {
+        let awkward = "t~o*k e+n%&=/\u{E9}"
+        #expect(try revoke(with: awkward).1 == "invalid_client")
+        #expect(apple.server.receivedClientSecrets.last == awkward)
+        let settings = settings()
+        let client = AppleTokenClient(settings: settings, secrets: AppleClientSecrets(settings: settings, clock: FixedClock(Double(now))),
+                                      http: CurlHTTPClient())
+        try client.revoke(refreshToken: awkward, clientID: Self.clientID)
+        #expect(apple.server.revocations == [DevAppleServer.Revocation(clientID: Self.clientID, token: awkward, tokenTypeHint: "refresh_token")])
     }
 
     @Test func theSecretIsCachedUntilShortlyBeforeItExpires() throws {

@@ -1,6 +1,7 @@
 import LambdaAuth
 import LambdaAuthTestSupport
 import LambdaAuthTooling
+import Logging
 import Testing
 
 /// `apple-notifications` (contract section 8): each event type on both backends, forged
@@ -68,6 +69,23 @@ import Testing
         #expect(Self.notify(world, payload).responseBody == ["handled": "consent-revoked"])
         #expect(try world.allItems().filter { $0["PK"]?.stringValue?.hasPrefix("NOTIFICATION#") == false }.map(DynamoJSON.encode)
                 == items.map(DynamoJSON.encode))
+    }
+
+    /// The replay record is one PutItem (one write unit), not a transaction of one item (two).
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aNotificationForNoKnownUserCostsTwoReadsAndOnePut(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let flows = try InProcessFlows(world)
+        let handler = AppleNotificationsHandler(services: flows.services)
+        let context = InvocationContext(requestID: "counted-notification", logger: Logger.jsonLines(level: .error))
+        let request = InvocationRequest(kind: .direct, body: [
+            "payload": .string(Self.payload(world, type: "consent-revoked", subject: "000000.nobody", jti: "counted-1")),
+        ])
+        _ = flows.table.takeOperations()
+        #expect(try handler.handle(request, context: context).body == ["handled": "consent-revoked"])
+        #expect(flows.table.takeOperations() == ["GetItem", "GetItem", "PutItem"])
+        #expect(try handler.handle(request, context: context).body == ["handled": "consent-revoked"])
+        #expect(flows.table.takeOperations() == ["GetItem"], "a replay: its record is read, nothing written")
     }
 
     @Test(arguments: FlowWorld.Backend.allCases)

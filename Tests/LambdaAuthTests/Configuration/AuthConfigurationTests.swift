@@ -1,4 +1,5 @@
 import LambdaAuth
+import Logging
 import Testing
 
 @Suite struct AuthConfigurationTests {
@@ -35,6 +36,50 @@ import Testing
     @Test func loopbackHTTPIsAllowedForJWKS() throws {
         let configuration = try AuthConfiguration.fromEnvironment(["AUTH_GOOGLE_JWKS_URL": "http://127.0.0.1:8080/certs"])
         #expect(configuration.google.jwksURL == "http://127.0.0.1:8080/certs")
+    }
+
+    /// The configuration's error for `environment`, with AUTH_SECRETS resolved first as a handler
+    /// does; nil when it is accepted.
+    static func configurationError(_ environment: [String: String]) -> String? {
+        do {
+            let resolved = try Startup.resolvedEnvironment(environment, logger: Logger.jsonLines(level: .error))
+            _ = try AuthConfiguration.fromEnvironment(resolved)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test(arguments: ["AUTH_GUEST", "AUTH_EMAIL"])
+    func switchesAreOnOrOff(_ variable: String) throws {
+        let enabled = { (configuration: AuthConfiguration) in
+            variable == "AUTH_GUEST" ? configuration.guestsEnabled : configuration.emailEnabled
+        }
+        #expect(enabled(try AuthConfiguration.fromEnvironment([variable: "ON"])))
+        #expect(!enabled(try AuthConfiguration.fromEnvironment([variable: "off"])))
+        #expect(!enabled(try AuthConfiguration.fromEnvironment([:])))
+        #expect(Self.configurationError([variable: "true"]) == "CONFIG_ERROR: \(variable) must be on or off")
+    }
+
+    /// Where secrets, email codes and Apple's tokens are sent: https://, or http:// to loopback.
+    @Test(arguments: ["AUTH_SECRETS_ENDPOINT", "AUTH_SES_ENDPOINT", "AUTH_APPLE_TOKEN_URL", "AUTH_APPLE_REVOKE_URL"])
+    func endpointsAreHTTPSOrLoopbackHTTP(_ variable: String) {
+        let secrets = variable == "AUTH_SECRETS_ENDPOINT"
+        let base = secrets ? ["AUTH_SECRETS": "ssm:/x", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+                              "AWS_SECRET_ACCESS_KEY": "not-a-real-secret"] : [:]
+        func error(_ value: String) -> String? {
+            Self.configurationError(base.merging([variable: value]) { $1 })
+        }
+        #expect(error("http://apple.example.com/x") == "CONFIG_ERROR: \(variable) may use http:// only for a loopback address")
+        #expect(error("http://127.0.0.1@example.com/x") == "CONFIG_ERROR: \(variable) may use http:// only for a loopback address")
+        for value in ["file:///tmp/x", "ftp://example.com", "https://", "example.com"] {
+            #expect(error(value) == "CONFIG_ERROR: \(variable) must be an https:// URL, or http:// to a loopback address", "\(value)")
+        }
+        // Accepted (the secrets' endpoint would be called: its acceptance is SecretsStartupTests').
+        guard !secrets else { return }
+        for value in ["https://example.com/x", "http://127.0.0.1:5000/x", "http://[::1]:8/x", "http://localhost/x"] {
+            #expect(error(value) == nil, "\(value)")
+        }
     }
 
     @Test func fixedClockInTestMode() throws {

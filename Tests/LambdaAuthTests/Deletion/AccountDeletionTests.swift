@@ -1,6 +1,7 @@
-import LambdaAuth
+@testable import LambdaAuth
 import LambdaAuthTestSupport
 import LambdaAuthTooling
+import Logging
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -187,5 +188,29 @@ import Glibc
         }
         // Where the kills landed (random: informative, the assertions above hold for each).
         print("\(backend): kills landed \(states.sorted { $0.key < $1.key }); sign-ins that finished a deletion: \(finishedBySignIn)")
+    }
+
+    /// The operators', Apple's and the guest pruning's deletion decides on the profile it reads
+    /// itself: one its predicate refuses is left as it was, whatever the caller saw before.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aDeletionWithoutCallerLeavesAUserItsPredicateRefuses(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let flows = try InProcessFlows(world)
+        let signedIn = try flows.signIn(idToken: world.googleToken(subject: "kept", email: "kept@example.com"))
+        let userID = try #require(signedIn["user"]?["id"]?.stringValue)
+        let before = try world.allItems()
+        let deletion = flows.services.deletion
+        let logger = Logger.jsonLines(level: .error)
+
+        var decidedOn: [String] = []
+        #expect(try !deletion.deleteWithoutCaller(userID: userID, now: world.now, logger: logger, where: { profile in
+            decidedOn.append(profile.userID)
+            return false
+        }))
+        #expect(decidedOn == [userID])
+        #expect(try world.allItems() == before, "refused: nothing marked, nothing deleted")
+
+        #expect(try deletion.deleteWithoutCaller(userID: userID, now: world.now, logger: logger, where: { $0.userID == userID }))
+        try Self.expectNoTrace(of: userID, links: [TableKey(pk: "IDENTITY#google#kept", sk: "LINK")], emails: ["kept@example.com"], in: world)
     }
 }

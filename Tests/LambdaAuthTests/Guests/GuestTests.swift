@@ -145,8 +145,12 @@ import Testing
         let accessToken = try #require(guest["tokens"]?["accessToken"])
         let refreshToken = try #require(guest["tokens"]?["refreshToken"]?.stringValue)
 
+        _ = flows.table.takeOperations()
         let linked = try flows.linkProvider(["accessToken": accessToken, "provider": "google",
                                              "idToken": .string(world.googleToken(subject: "upgrade-1", email: "up@example.com"))])
+        let operations = flows.table.takeOperations()
+        #expect(operations.filter { $0 == "TransactWriteItems" }.count == 1, "the upgrade only: \(operations)")
+        #expect(operations.suffix(2) == ["UpdateItem", "UpdateItem"], "the session's and the token's full-user ttl: \(operations)")
         #expect(linked["user"]?["id"]?.stringValue == userID)
         #expect(linked["user"]?["isGuest"] == nil)
         #expect(linked["user"]?["email"]?.stringValue == "up@example.com")

@@ -57,6 +57,25 @@ import Testing
         #expect(!everything.contains { $0.contains(code) })
     }
 
+    /// Without AUTH_OTP_KEY (the local store only) the dev key is read from the store once per
+    /// process; a process that looked before any code existed finds the key the first code made.
+    @Test func theDevKeyIsReadOncePerProcessAndFoundOnceCreated() throws {
+        let codes = try EmailCodeWorld(.local, ["AUTH_OTP_KEY": ""])
+        let table = codes.flows.table
+        #expect(Self.code(codes.signIn("dev-key@example.com", code: "123456")) == "OTP_EXPIRED", "no key yet, none created")
+        _ = table.takeOperations()
+        let code = try Self.issue(codes, "dev-key@example.com")
+        #expect(table.takeOperations() == ["UpdateItem", "GetItem", "PutItem", "UpdateItem"], "counted, key read and created, code stored")
+        let newer = try Self.issue(codes, "dev-key@example.com")
+        #expect(table.takeOperations() == ["UpdateItem", "UpdateItem"], "the key is kept")
+        #expect(Self.code(codes.signIn("dev-key@example.com", code: code)) == "OTP_EXPIRED", "replaced")
+        #expect(try codes.signIn("dev-key@example.com", code: newer).get()["user"]?["email"] == "dev-key@example.com")
+        // Another process of the same store uses the key the first one created.
+        let other = try codes.reopened()
+        let third = try Self.issue(other, "dev-key@example.com")
+        #expect(try codes.signIn("dev-key@example.com", code: third).get()["user"]?["email"] == "dev-key@example.com")
+    }
+
     @Test(arguments: FlowWorld.Backend.allCases)
     func fiveWrongAttemptsKillTheCodeEvenForTheRightOne(backend: FlowWorld.Backend) throws {
         let codes = try EmailCodeWorld(backend)

@@ -63,7 +63,7 @@ public enum IDTokenClaims {
             return
         }
         guard let tokenNonce = tokenNonce?.stringValue,
-              tokenNonce == requestNonce || tokenNonce == Array(SHA256.hash(data: Array(requestNonce.utf8))).hexString
+              tokenNonce == requestNonce || tokenNonce == SHA256.hexDigest(of: Array(requestNonce.utf8))
         else {
             throw AuthError(.nonceMismatch, "the request's nonce does not match the ID token's nonce")
         }

@@ -33,7 +33,7 @@ struct DiskJWKSCache: Sendable {
     let location: String
 
     init(directory: String, provider: KeySetName, location: String) {
-        let digest = Array(SHA256.hash(data: Array(location.utf8))).hexString.prefix(16)
+        let digest = SHA256.hexDigest(of: Array(location.utf8)).prefix(16)
         path = "\(directory)/lambda-auth-jwks-\(provider.rawValue)-\(digest).json"
         self.provider = provider
         self.location = location
