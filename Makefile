@@ -2,8 +2,11 @@
 SWIFT ?= swift
 # Release binaries are the shipped ones: Swift runtime linked in, libm calls bound to versions
 # that glibc 2.34 (provided.al2023) has; no exported symbols and no PIE (half the page faults
-# before the first event, a smaller zip). See Infra/README.md, "Size and start-up".
-RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --wrap=hypotf -Xlinker --no-export-dynamic -Xlinker -no-pie
+# before the first event, a smaller zip); optimised for size, linked by lld without unwind tables
+# and with identical functions folded (each zip under 6 MB). See Infra/README.md, "Size and start-up".
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize -Xcc -Os -Xcxx -Os \
+	-Xswiftc -use-ld=lld -Xlinker --wrap=hypotf -Xlinker --no-export-dynamic -Xlinker -no-pie \
+	-Xlinker --no-eh-frame-hdr -Xlinker $(CURDIR)/Infra/no-unwind-tables.ld -Xlinker --icf=safe -Xlinker -O2
 HANDLERS := signin refresh link-provider signout sessions delete-account well-known apple-notifications otp-start
 BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
@@ -37,13 +40,16 @@ replay-moto:
 	Tests/Scripts/replay-on-moto.sh $(DEBUG_BIN)/authctl Events/scenarios/*.json
 
 # dist/<handler>.zip, each holding a stripped static-stdlib executable named bootstrap; checked
-# for provided.al2023 before it counts as built.
+# for provided.al2023 before it counts as built. advzip (Debian's advancecomp) recompresses each
+# zip with 7-Zip's deflate: 4 % smaller than zip's, still plain deflate, 2 s a zip.
 package:
+	@command -v advzip >/dev/null || { echo "make package: advzip is missing (apt-get install advancecomp, or run Tests/Scripts/prerequisites.sh test)" >&2; exit 1; }
 	for handler in $(HANDLERS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$handler || exit 1; done
 	rm -rf dist && mkdir -p dist
 	for handler in $(HANDLERS); do \
 		mkdir -p dist/$$handler && strip -o dist/$$handler/bootstrap $(BIN)/$$handler && \
-		(cd dist/$$handler && zip -q -X ../$$handler.zip bootstrap) && rm -rf dist/$$handler || exit 1; \
+		(cd dist/$$handler && zip -q -X ../$$handler.zip bootstrap) && advzip -q -z -2 dist/$$handler.zip && \
+		rm -rf dist/$$handler || exit 1; \
 	done
 	$(MAKE) package-check
 

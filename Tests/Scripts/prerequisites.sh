@@ -58,9 +58,9 @@ demo)
     ;;
 test)
     if command -v dpkg >/dev/null; then
-        install_debian zip unzip binutils gcc libc6-dev
+        install_debian zip unzip binutils gcc libc6-dev advancecomp
     else
-        for tool in zip unzip strip objdump readelf cc; do
+        for tool in zip unzip advzip strip objdump readelf cc; do
             command -v $tool >/dev/null || fail "missing $tool: install it with your system's package manager"
         done
     fi
