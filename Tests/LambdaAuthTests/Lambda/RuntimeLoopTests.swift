@@ -1,4 +1,4 @@
-import LambdaAuth
+@testable import LambdaAuth
 import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Synchronization
