@@ -108,10 +108,12 @@ case "maintain":
         exit(2)
     }
     // One partition per item, so the checkpoint writes many files and a kill can land anywhere in it.
+    // 40 items of about 800 bytes: past the checkpoint threshold (16 KB), under the inline cap
+    // (64 KB), so the checkpoint is the deferred one.
     for index in 0..<40 {
         retrying(&counts) { () throws(TableError) in
             var item = TableKey(pk: "MAINTAIN#\(worker)#\(index)", sk: "ITEM").item
-            item["payload"] = .s(String(repeating: "m", count: 1500))
+            item["payload"] = .s(String(repeating: "m", count: 700))
             try table.putItem(item)
         }
         say("put \(index)")
