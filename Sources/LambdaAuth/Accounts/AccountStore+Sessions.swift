@@ -57,11 +57,11 @@ extension AccountStore {
     func delete(_ keys: [TableKey]) throws(AuthError) {
         var start = 0
         while start < keys.count {
-            let batch = keys[start..<min(keys.count, start + 100)].map { TransactWriteAction.delete(key: $0) }
+            let batch = keys[start..<min(keys.count, start + AccountStore.transactionLimit)].map { TransactWriteAction.delete(key: $0) }
             if let reasons = try table.transact(batch) {
                 throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "deletion batch cancelled: \(reasons.map(\.code))")
             }
-            start += 100
+            start += AccountStore.transactionLimit
         }
     }
 

@@ -67,10 +67,13 @@ extension AccountStore {
         var refreshToken: RefreshTokenRecord
         /// Sessions leaving to respect the session limit.
         var evicted: [String]
+        /// Their refresh tokens not revoked yet, revoked in the same commit as far as it has room.
+        var evictedTokens: [TableKey] = []
     }
 
     enum SessionOpeningOutcome {
-        case opened
+        /// False when some evicted tokens did not fit in the transaction and are still to mark.
+        case opened(revokedEveryEvictedToken: Bool)
         /// Another write changed the user since the flow read it.
         case userChanged
         /// Joining: the identity got linked to someone meanwhile.
@@ -93,7 +96,10 @@ extension AccountStore {
             .put(opening.refreshToken.item),
         ])
         plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
-        guard let cancellation = try table.run(plan) else { return .opened }
+        // The evicted sessions' tokens ride in the same commit: one sync, not a second transaction.
+        let room = max(0, AccountStore.transactionLimit - plan.actions.count)
+        plan.add(opening.evictedTokens.prefix(room).map { AccountStore.revoke($0, now: now) })
+        guard let cancellation = try table.run(plan) else { return .opened(revokedEveryEvictedToken: opening.evictedTokens.count <= room) }
         if cancellation.failed(.link) { return .identityTaken }
         if cancellation.failed(.profile) || cancellation.failed(.userSide) { return .userChanged }
         throw AuthError(.internal, "internal error", detail: "session opening cancelled: \(cancellation.codes)")

@@ -3,6 +3,9 @@
 /// a transaction failed, and turns table failures into the contract's errors. Every read here
 /// decides a write, so every read is strongly consistent (GetItem and base-table Query are).
 struct AccountStore: Sendable {
+    /// Actions in one DynamoDB transaction.
+    static let transactionLimit = 100
+
     let table: any Table
     /// Sessions and refresh tokens live this long past their last use.
     let refreshTokenTTL: Int64
@@ -143,14 +146,14 @@ struct AccountStore: Sendable {
         var first = true
         var start = 0
         while start < actions.count {
-            let batch = Array(actions[start..<min(actions.count, start + 100)])
+            let batch = Array(actions[start..<min(actions.count, start + AccountStore.transactionLimit)])
             if let reasons = try table.transact(batch) {
                 if first, gate != nil, reasons.failed(0) { return false }
                 // An item vanished meanwhile (a deletion): revoke the others one by one.
                 for action in batch { _ = try? table.transact([action]) }
             }
             first = false
-            start += 100
+            start += AccountStore.transactionLimit
         }
         return true
     }

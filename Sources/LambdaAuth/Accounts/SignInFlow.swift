@@ -21,7 +21,8 @@ struct SignInResult {
 
 /// `signin`: verify the ID token, find or create the user, open a session, issue tokens, in as
 /// few requests as the case allows: a returning user costs a GetItem of the link, a Query of the
-/// user and one transaction; a new user two GetItems (link, email claim) and one transaction that
+/// user and one transaction (and a Query of its tokens when the session limit evicts one, whose
+/// tokens are revoked in that transaction); a new user two GetItems (link, email claim) and one transaction that
 /// creates the user and its first session together.
 struct SignInFlow: Sendable {
     let verifier: any IdentityVerifying
@@ -164,16 +165,20 @@ struct SignInFlow: Sendable {
             let evicted = user.profile.activeSessions.sorted { ($0.value, $0.key) < ($1.value, $1.key) }
                 .prefix(max(0, user.profile.activeSessions.count - maxSessions + 1)).prefix(90).map(\.key)
             for evictedID in evicted { user.profile.activeSessions[evictedID] = nil }
+            let evictedTokens = evicted.isEmpty ? [] : try store.unrevokedRefreshTokenKeys(of: userID, families: Set(evicted))
             user.profile.activeSessions[sessionID] = now
             user.profile.version = readVersion + 1
             let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
             let opening = AccountStore.SessionOpening(
                 user: user, readVersion: readVersion, joining: joining, session: session,
                 refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now),
-                evicted: evicted)
+                evicted: evicted, evictedTokens: evictedTokens)
             switch try store.open(opening, now: now) {
-            case .opened:
-                markEvictedTokensRevoked(userID: userID, evicted, now: now, logger: logger)
+            case .opened(let revokedEveryEvictedToken):
+                for evictedID in evicted {
+                    logger.info("session evicted by the session limit", metadata: ["userId": .string(userID), "sessionId": .string(evictedID)])
+                }
+                if !revokedEveryEvictedToken { markEvictedTokensRevoked(userID: userID, evicted, now: now, logger: logger) }
                 return .opened(SignInResult(user: user, isNewUser: false, session: session, tokens: issued))
             case .identityTaken: return .identityTaken
             case .userChanged: return nil
@@ -181,14 +186,11 @@ struct SignInFlow: Sendable {
         }
     }
 
-    /// An evicted session is already out of the profile and revoked (the opening transaction did
-    /// both), which stops its tokens; marking them too keeps the store telling the truth. A
-    /// failure here changes nothing for the caller.
+    /// The evicted sessions' tokens that did not fit in the opening transaction (DynamoDB's 100
+    /// actions). Their sessions are already out of the profile and revoked, which stops them;
+    /// marking them too keeps the store telling the truth. A failure here changes nothing for
+    /// the caller.
     func markEvictedTokensRevoked(userID: String, _ evicted: [String], now: Int64, logger: Logger) {
-        guard !evicted.isEmpty else { return }
-        for sessionID in evicted {
-            logger.info("session evicted by the session limit", metadata: ["userId": .string(userID), "sessionId": .string(sessionID)])
-        }
         do {
             _ = try store.revokeSessions(userID: userID, evicted, gate: nil, now: now)
         } catch {
