@@ -8,7 +8,8 @@ import Glibc
 /// Issue 15: how far each handler is from the floor of a process. The floor is a static C
 /// program that exits at once, spawned in the same run (so the machine's own spawn cost is
 /// measured beside ours, never assumed); against it, each shipped bootstrap's cold start (exec to
-/// its first `/next`) and signin's whole-process invocation on a 200-user store.
+/// its first `/next`) and signin's whole-process invocation on a 200-user store; then every
+/// handler's whole process and warm invocation (EveryHandlerBench).
 enum FloorBench {
     static var section: BenchSection { BenchSection(name: "floor", run: run) }
     static let runs = 21
@@ -23,44 +24,11 @@ enum FloorBench {
         LargeStoreFixture.fill(directory: world.environment["AUTH_STORE"]!, users: 200)
 
         let executables = HandlerNames.all.map { ($0, shippedExecutable($0, work: work)) }
-        wholeProcessSignIn(world, signin: executables[0].1, floor: try? floor.get(), &table)
+        let floorMedian = wholeProcessSignIn(world, signin: executables[0].1, floor: try? floor.get(), &table)
         for (handler, executable) in executables {
             coldStart(handler, executable, world: world, &table)
         }
-        warmInvocations(world, executables: Dictionary(uniqueKeysWithValues: executables), &table)
-    }
-
-    /// Warm invocations through the Runtime API of the handlers whose invocation can be repeated
-    /// on one user (refresh's rotation chain is RuntimeBench's): a returning user's sign-in, a
-    /// link and unlink in turn, the sessions list. Sign-out and deletion end what they act on.
-    static func warmInvocations(_ world: FlowBench.World, executables: [String: (path: String, label: String)],
-                                _ table: inout BenchTable) {
-        let now = SystemClock().nowSeconds
-        let google = { world.token(.google, subject: "warm-user", email: "warm@example.com", now: now) }
-        let apple = world.token(.apple, subject: "000123.warm", email: nil, now: now)
-        guard let accessToken = world.invoke("signin", ["provider": "google", "idToken": .string(google())]).body["tokens"]?["accessToken"] else {
-            table.add("floor", "warm invocations", "the first sign-in failed")
-            return
-        }
-        // Sign-in last: its new sessions evict the one whose access token the others present.
-        let cases: [(String, (Int) -> JSONValue)] = [
-            ("link-provider", { index in
-                index % 2 == 0 ? ["provider": "apple", "idToken": .string(apple), "accessToken": accessToken]
-                    : ["provider": "apple", "action": "unlink", "accessToken": accessToken]
-            }),
-            ("sessions", { _ in ["accessToken": accessToken] }),
-            ("signin", { _ in ["provider": "google", "idToken": .string(google())] }),
-        ]
-        for (handler, event) in cases {
-            guard let executable = executables[handler] else { continue }
-            switch ResidentHandler.measure(executable.path, environment: world.environment, warmUp: 20, count: 201, event: event) {
-            case .success(let samples):
-                table.add("floor", "warm \(handler) invocation through the Runtime API (\(executable.label)), median / p99 of 201",
-                          format(percentile(samples, 0.5), decimals: 3) + " / " + format(percentile(samples, 0.99), decimals: 3) + " ms")
-            case .failure(let reason):
-                table.add("floor", "warm \(handler) invocation", reason.description)
-            }
-        }
+        EveryHandlerBench.run(world, executables: executables, floor: floorMedian, &table)
     }
 
     /// The binary that ships (the bootstrap of `dist/<handler>.zip`) when `make package` made
@@ -95,9 +63,10 @@ enum FloorBench {
         }, 0.5)
     }
 
-    /// Samples of the floor and of signin alternate, so that both see the same machine.
+    /// Samples of the floor and of signin alternate, so that both see the same machine. Returns
+    /// the floor's median.
     static func wholeProcessSignIn(_ world: FlowBench.World, signin: (path: String, label: String), floor: String?,
-                                   _ table: inout BenchTable) {
+                                   _ table: inout BenchTable) -> Double? {
         let now = SystemClock().nowSeconds
         func event() -> JSONValue {
             ["provider": "google", "idToken": .string(world.token(.google, subject: "floor-user", email: "floor@example.com", now: now))]
@@ -117,7 +86,7 @@ enum FloorBench {
             let elapsed = (monotonicSeconds() - started) * 1000
             guard let output, output.json?["tokens"] != nil else {
                 table.add("floor", "signin whole process", "failed: \(output?.stdoutText.prefix(200) ?? "no output")")
-                return
+                return nil
             }
             signIns.append(elapsed)
         }
@@ -130,6 +99,7 @@ enum FloorBench {
             table.add("floor", "signin whole process minus exit-0 process (medians)",
                       format(percentile(signIns, 0.5) - percentile(floors, 0.5)) + " ms")
         }
+        return floors.isEmpty ? nil : percentile(floors, 0.5)
     }
 
     /// From spawning the process to its first `/next`: loading, configuration, handler. Also the

@@ -1,0 +1,95 @@
+import LambdaAuth
+import LambdaAuthTooling
+
+/// Issue 15's figures for every handler, not only signin: a whole process in stdin mode beside
+/// the exit-0 floor of the same run, and warm invocations through the Runtime API. Each handler
+/// gets a request it can answer again and again (see `HandlerRequests`).
+enum EveryHandlerBench {
+    static let wholeProcessRuns = 21, warmUp = 20, warmRuns = 201
+
+    static func run(_ world: FlowBench.World, executables: [(String, (path: String, label: String))], floor: Double?,
+                    _ table: inout BenchTable) {
+        guard let whole = HandlerRequests(world, count: wholeProcessRuns),
+              let warm = HandlerRequests(world, count: warmUp + warmRuns) else {
+            table.add("floor", "every handler", "the accounts the requests need could not be made")
+            return
+        }
+        for (handler, executable) in executables {
+            guard let event = whole.events[handler], let warmEvent = warm.events[handler] else { continue }
+            switch wholeProcess(executable.path, environment: world.environment, event: event) {
+            case .success(let samples):
+                let median = percentile(samples, 0.5)
+                table.add("floor", "\(handler) whole process, stdin mode (\(executable.label)), median of \(wholeProcessRuns)",
+                          format(median) + " ms" + (floor.map { " (exit-0 process: " + format($0) + " ms)" } ?? ""))
+            case .failure(let reason):
+                table.add("floor", "\(handler) whole process", reason.description)
+            }
+            switch ResidentHandler.measure(executable.path, environment: world.environment, warmUp: warmUp, count: warmRuns, event: warmEvent) {
+            case .success(let samples):
+                table.add("floor", "warm \(handler) invocation through the Runtime API (\(executable.label)), median / p99 of \(warmRuns)",
+                          format(percentile(samples, 0.5), decimals: 3) + " / " + format(percentile(samples, 0.99), decimals: 3) + " ms")
+            case .failure(let reason):
+                table.add("floor", "warm \(handler) invocation", reason.description)
+            }
+        }
+    }
+
+    static func wholeProcess(_ executable: String, environment: [String: String], event: (Int) -> JSONValue) -> Result<[Double], BenchFailure> {
+        var samples: [Double] = []
+        for index in 0..<wholeProcessRuns {
+            let bytes = event(index).serializedBytes()
+            let started = monotonicSeconds()
+            let output = try? ProcessRunner.run(executable, environment: environment, stdin: bytes)
+            let elapsed = (monotonicSeconds() - started) * 1000
+            guard let output, let answer = output.json, answer["error"] == nil else {
+                return .failure(BenchFailure("run \(index) failed: \(output?.stdoutText.prefix(200) ?? "no output")"))
+            }
+            samples.append(elapsed)
+        }
+        return .success(samples)
+    }
+}
+
+/// One request per handler and index, each answerable on its own: a returning user's sign-in, a
+/// link and an unlink of Apple in turn, that user's sessions, the JWKS document, an Apple
+/// notification about nobody, a code to a new address; refresh, signout and delete-account each
+/// act on a guest of their own per index (signed in beforehand, not timed), as they use up what
+/// they act on.
+struct HandlerRequests {
+    let events: [String: (Int) -> JSONValue]
+
+    init?(_ world: FlowBench.World, count: Int) {
+        let now = SystemClock().nowSeconds
+        // The sign-ins are another user's: theirs would evict the caller's session the others present.
+        let google = world.token(.google, subject: "every-signin-\(count)", email: "every-signin-\(count)@example.com", now: now)
+        let caller = world.token(.google, subject: "every-caller-\(count)", email: "every-caller-\(count)@example.com", now: now)
+        let apple = world.token(.apple, subject: "000123.every-\(count)", email: nil, now: now)
+        guard let accessToken = world.invoke("signin", ["provider": "google", "idToken": .string(caller)]).body["tokens"]?["accessToken"] else {
+            return nil
+        }
+        func guests() -> [JSONValue] { (0..<count).compactMap { _ in world.invoke("signin", ["provider": "guest"]).body["tokens"] } }
+        let refreshing = guests(), signingOut = guests(), deleting = guests()
+        guard [refreshing, signingOut, deleting].allSatisfy({ $0.count == count }) else { return nil }
+        let notification: (Int) -> JSONValue = { index in
+            let event: JSONValue = ["type": "email-enabled", "sub": "000999.bench-nobody", "event_time": .number(now * 1000),
+                                    "email": "nobody@privaterelay.appleid.com", "is_private_email": "true"]
+            let claims: [String: JSONValue] = ["iss": "https://appleid.apple.com", "aud": "com.example.bench", "iat": .number(now),
+                                               "exp": .number(now + 3600), "jti": .string("bench-\(index)"), "events": .string(event.serialized())]
+            return ["payload": .string((try? world.identityProvider.token(claims: claims, provider: .apple)) ?? "")]
+        }
+        events = [
+            "signin": { _ in ["provider": "google", "idToken": .string(google)] },
+            "refresh": { ["refreshToken": refreshing[$0]["refreshToken"]!] },
+            "link-provider": { index in
+                index % 2 == 0 ? ["provider": "apple", "idToken": .string(apple), "accessToken": accessToken]
+                    : ["provider": "apple", "action": "unlink", "accessToken": accessToken]
+            },
+            "signout": { ["refreshToken": signingOut[$0]["refreshToken"]!] },
+            "sessions": { _ in ["accessToken": accessToken] },
+            "delete-account": { ["accessToken": deleting[$0]["accessToken"]!] },
+            "well-known": { _ in ["document": "jwks"] },
+            "apple-notifications": notification,
+            "otp-start": { ["email": .string("every-\(count)-\($0)@example.com")] },
+        ]
+    }
+}
