@@ -66,7 +66,7 @@ enum StoreBench {
     }
 
     static func tokenHash(_ user: Int, _ token: Int = 0) -> String {
-        "REFRESH#" + StoreLayoutHex.hex(SHA256.hash(data: Array("token-\(user)-\(token)".utf8)))
+        "REFRESH#" + SHA256.hexDigest(of: Array("token-\(user)-\(token)".utf8))
     }
 
     /// The contract's item kinds (section 6): profile, identity link (both sides), verified email,
@@ -145,14 +145,5 @@ enum StoreBench {
             }
         }
         return zip(first, repeated).map { (percentile($0, 0.5), percentile($1, 0.5)) }
-    }
-}
-
-enum StoreLayoutHex {
-    static func hex(_ digest: SHA256.Digest) -> String {
-        digest.map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
     }
 }

@@ -244,7 +244,7 @@ import Glibc
                 result[path + "/"] = "dir"
                 for (child, hash) in try snapshot(path) { result[child] = hash }
             } else {
-                result[path] = StoreLayout.hex(SHA256.hash(data: try FileSystem.readFile(path)))
+                result[path] = SHA256.hexDigest(of: try FileSystem.readFile(path))
             }
         }
         return result

@@ -12,30 +12,16 @@ struct StoreLayout {
     var itemsRoot: String { root + "/items" }
     var indexRoot: String { root + "/gsi1" }
 
-    static func sha256Hex(_ text: String) -> String {
-        hex(Array(SHA256.hash(data: Array(text.utf8))))
-    }
-
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var output: [UInt8] = []
-        for byte in bytes {
-            output.append(digits[Int(byte >> 4)])
-            output.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-
     /// 4,096 shard directories keep every directory small (about 75 files at 100,000 users), so
     /// a lookup costs the same at any table size.
     static func shard(_ partitionKey: String) -> String {
-        String(hex(SHA256.hash(data: Array(partitionKey.utf8)).prefix(2)).prefix(3))
+        String(Array(SHA256.hash(data: Array(partitionKey.utf8)).prefix(2)).hexString.prefix(3))
     }
 
     static let shardCount = 4096
 
     static func shardName(_ index: Int) -> String {
-        String(hex([UInt8(index >> 4), UInt8((index & 0x0F) << 4)]).prefix(3))
+        String([UInt8(index >> 4), UInt8((index & 0x0F) << 4)].hexString.prefix(3))
     }
 
     /// A key as a readable, reversible file name: letters, digits and `#-_@=+,` stay, every other
@@ -53,7 +39,7 @@ struct StoreLayout {
                 output += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
             }
         }
-        if output.isEmpty || output.count > 180 { return "~" + sha256Hex(component) }
+        if output.isEmpty || output.count > 180 { return "~" + SHA256.hexDigest(of: Array(component.utf8)) }
         return String(decoding: output, as: UTF8.self)
     }
 
