@@ -22,8 +22,8 @@ struct SignInResult {
 /// `signin`: verify the ID token, find or create the user, open a session, issue tokens, in as
 /// few requests as the case allows: a returning user costs a GetItem of the link, a Query of the
 /// user and one transaction (and a Query of its tokens when the session limit evicts one, whose
-/// tokens are revoked in that transaction); a new user two GetItems (link, email claim) and one transaction that
-/// creates the user and its first session together.
+/// tokens are revoked in that transaction); a new user two GetItems (link, email claim) and one
+/// transaction that creates the user and its first session together.
 struct SignInFlow: Sendable {
     let verifier: any IdentityVerifying
     let tokens: any TokenIssuing
