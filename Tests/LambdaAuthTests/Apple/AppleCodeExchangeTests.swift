@@ -14,9 +14,9 @@ import Testing
         let apple: AppleServerFixture
         let world: FlowWorld
 
-        init(_ backend: FlowWorld.Backend) throws {
+        init(_ backend: FlowWorld.Backend, extra: [String: String] = [:]) throws {
             apple = try AppleServerFixture()
-            world = try FlowWorld(apple.environment, backend: backend)
+            world = try FlowWorld(apple.environment.merging(extra) { $1 }, backend: backend)
         }
 
         func signIn(subject: String = AppleCodeExchangeTests.subject, codeFor codeSubject: String? = nil) -> ProcessRunner.Output {
@@ -120,9 +120,12 @@ import Testing
         setup.expectNoSecretLeaked([refused, deleted])
     }
 
+    /// On DynamoDB through a counting proxy: the unlink costs the README's three requests.
     @Test(arguments: FlowWorld.Backend.allCases)
     func unlinkingAppleRevokesFirstAndStopsWhenAppleIsDown(backend: FlowWorld.Backend) throws {
-        let setup = try Setup(backend)
+        let proxy = backend == .dynamoDB ? try DynamoDBProxy(forwardingTo: MotoServer.shared().endpoint) : nil
+        defer { proxy?.stop() }
+        let setup = try Setup(backend, extra: proxy.map { ["AUTH_DYNAMODB_ENDPOINT": $0.endpoint] } ?? [:])
         let google = setup.world.signIn(token: setup.world.googleToken(subject: "g-unlink", email: "u@example.com"))
         let userID = try #require(google["user"]?["id"]?.stringValue)
         let accessToken = try #require(google["tokens"]?["accessToken"])
@@ -140,8 +143,12 @@ import Testing
         #expect(try setup.storedToken(of: userID) != nil)
 
         setup.apple.server.setUnavailable(false)
+        let before = proxy?.operations.count ?? 0
         let unlinked = setup.world.run("link-provider", ["accessToken": accessToken, "provider": "apple", "action": "unlink"])
         #expect(unlinked.responseBody?["user"]?["identities"]?.arrayValue?.count == 1, "\(unlinked.stdoutText)")
+        if let proxy {
+            #expect(Array(proxy.operations.dropFirst(before)) == ["Query", "GetItem", "TransactWriteItems"])
+        }
         #expect(setup.apple.server.revocations.map(\.token) == setup.apple.server.issuedRefreshTokens)
         #expect(try setup.storedToken(of: userID) == nil)
         // Unlinking Google (nothing stored) asks Apple nothing.
