@@ -5,11 +5,11 @@ import LambdaAuthTooling
 /// the exit-0 floor of the same run, and warm invocations through the Runtime API. Each handler
 /// gets a request it can answer again and again (see `HandlerRequests`).
 enum EveryHandlerBench {
-    static let wholeProcessRuns = 21, warmUp = 20, warmRuns = 201
+    static let warmUp = 20, warmRuns = 201
 
     static func run(_ world: FlowBench.World, executables: [(String, (path: String, label: String))], floor: Double?,
                     _ table: inout BenchTable) {
-        guard let whole = HandlerRequests(world, count: wholeProcessRuns),
+        guard let whole = HandlerRequests(world, count: FloorBench.runs),
               let warm = HandlerRequests(world, count: warmUp + warmRuns) else {
             table.add("floor", "every handler", "the accounts the requests need could not be made")
             return
@@ -19,7 +19,7 @@ enum EveryHandlerBench {
             switch wholeProcess(executable.path, environment: world.environment, event: event) {
             case .success(let samples):
                 let median = percentile(samples, 0.5)
-                table.add("floor", "\(handler) whole process, stdin mode (\(executable.label)), median of \(wholeProcessRuns)",
+                table.add("floor", "\(handler) whole process, stdin mode (\(executable.label)), median of \(FloorBench.runs)",
                           format(median) + " ms" + (floor.map { " (exit-0 process: " + format($0) + " ms)" } ?? ""))
             case .failure(let reason):
                 table.add("floor", "\(handler) whole process", reason.description)
@@ -34,9 +34,13 @@ enum EveryHandlerBench {
         }
     }
 
-    static func wholeProcess(_ executable: String, environment: [String: String], event: (Int) -> JSONValue) -> Result<[Double], BenchFailure> {
+    /// Milliseconds from spawn to exit of each run, which must answer without an `error`;
+    /// `beforeEach` runs untimed before each (the floor, sampled alternately with it).
+    static func wholeProcess(_ executable: String, environment: [String: String], event: (Int) -> JSONValue,
+                             beforeEach: () -> Void = {}) -> Result<[Double], BenchFailure> {
         var samples: [Double] = []
-        for index in 0..<wholeProcessRuns {
+        for index in 0..<FloorBench.runs {
+            beforeEach()
             let bytes = event(index).serializedBytes()
             let started = monotonicSeconds()
             let output = try? ProcessRunner.run(executable, environment: environment, stdin: bytes)

@@ -74,22 +74,19 @@ enum FloorBench {
         }
         // The user exists and the JWKS is in memory's reach (file://): a returning user's sign-in.
         _ = world.invoke("signin", event())
-        var signIns: [Double] = [], floors: [Double] = []
-        for _ in 0..<runs {
-            if let floor {
-                let started = monotonicSeconds()
-                _ = try? ProcessRunner.run(floor)
-                floors.append((monotonicSeconds() - started) * 1000)
-            }
-            let bytes = event().serializedBytes()
+        var floors: [Double] = []
+        let measured = EveryHandlerBench.wholeProcess(signin.path, environment: world.environment, event: { _ in event() }) {
+            guard let floor else { return }
             let started = monotonicSeconds()
-            let output = try? ProcessRunner.run(signin.path, environment: world.environment, stdin: bytes)
-            let elapsed = (monotonicSeconds() - started) * 1000
-            guard let output, output.json?["tokens"] != nil else {
-                table.add("floor", "signin whole process", "failed: \(output?.stdoutText.prefix(200) ?? "no output")")
-                return nil
-            }
-            signIns.append(elapsed)
+            _ = try? ProcessRunner.run(floor)
+            floors.append((monotonicSeconds() - started) * 1000)
+        }
+        let signIns: [Double]
+        switch measured {
+        case .success(let samples): signIns = samples
+        case .failure(let reason):
+            table.add("floor", "signin whole process", reason.description)
+            return nil
         }
         if !floors.isEmpty {
             table.add("floor", "static exit-0 process (gcc -static), median of \(runs)", format(percentile(floors, 0.5)) + " ms")

@@ -83,7 +83,7 @@ import Testing
         let recipient = "via-ses-\(SystemRandomSource().identifier(bits: 48).lowercased())@example.com"
         #expect(try codes.start(recipient).get().status == 202)
         let body = try #require(Self.sentBody(to: recipient, in: try JSONValue.parse(try Self.sentMessages(on: moto))))
-        let code = try #require(Outbox.code(in: Outbox.Message(fileName: "", to: recipient, subject: "", body: body)))
+        let code = try #require(Outbox.code(in: EmailMessage(to: recipient, subject: "", body: body)))
         #expect(try codes.signIn(recipient, code: code).get()["user"]?["email"]?.stringValue == recipient)
 
         codes.world.setEnvironment("AUTH_EMAIL_FROM", "unverified@example.net")
