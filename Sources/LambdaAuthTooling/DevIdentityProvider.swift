@@ -84,6 +84,22 @@ public struct DevIdentityProvider: Sendable {
             throw Failure(description: "cannot sign: \(error)")
         }
     }
+
+    /// A server-to-server notification's payload as Apple signs it (here with the dev key, whose
+    /// JWKS stands in for Apple's): `events` a JSON string; email events carry a relay address.
+    public func appleNotification(type: String, subject: String, audience: String, id: String, email: String? = nil,
+                                  now: Int64) throws(Failure) -> String {
+        var event: [String: JSONValue] = ["type": .string(type), "sub": .string(subject), "event_time": .number(now * 1000)]
+        if type.hasPrefix("email-") {
+            event["email"] = .string(email ?? "relay@privaterelay.appleid.com")
+            event["is_private_email"] = "true"
+        }
+        let claims: [String: JSONValue] = [
+            "iss": .string(ProviderName.apple.issuers[0]), "aud": .string(audience), "iat": .number(now), "exp": .number(now + 3600),
+            "jti": .string(id), "events": .string(JSONValue.object(event).serialized()),
+        ]
+        return try token(claims: claims, provider: .apple)
+    }
 }
 
 /// What a dev token says; each provider's shape is applied by `claims(for:now:)`.

@@ -75,11 +75,9 @@ struct HandlerRequests {
         let refreshing = guests(), signingOut = guests(), deleting = guests()
         guard [refreshing, signingOut, deleting].allSatisfy({ $0.count == count }) else { return nil }
         let notification: (Int) -> JSONValue = { index in
-            let event: JSONValue = ["type": "email-enabled", "sub": "000999.bench-nobody", "event_time": .number(now * 1000),
-                                    "email": "nobody@privaterelay.appleid.com", "is_private_email": "true"]
-            let claims: [String: JSONValue] = ["iss": "https://appleid.apple.com", "aud": "com.example.bench", "iat": .number(now),
-                                               "exp": .number(now + 3600), "jti": .string("bench-\(index)"), "events": .string(event.serialized())]
-            return ["payload": .string((try? world.identityProvider.token(claims: claims, provider: .apple)) ?? "")]
+            let payload = try? world.identityProvider.appleNotification(type: "email-enabled", subject: "000999.bench-nobody",
+                                                                        audience: "com.example.bench", id: "bench-\(index)", now: now)
+            return ["payload": .string(payload ?? "")]
         }
         events = [
             "signin": { _ in ["provider": "google", "idToken": .string(google)] },

@@ -53,19 +53,10 @@ extension PlaceholderFiller {
     /// as Apple signs it (here by the dev identity provider), its `events` a JSON string.
     func appleNotification(_ options: [String: String]) throws -> String {
         guard let type = options["type"] else { throw CommandFailure("{{appleNotification}} needs type=") }
-        var event: [String: JSONValue] = ["type": .string(type), "sub": .string(options["sub"] ?? "dev-user-1"),
-                                          "event_time": .number(now * 1000)]
-        if type.hasPrefix("email-") {
-            event["email"] = .string(options["email"] ?? "relay@privaterelay.appleid.com")
-            event["is_private_email"] = "true"
-        }
-        let claims: [String: JSONValue] = [
-            "iss": .string(ProviderName.apple.issuers[0]), "aud": .string(options["aud"] ?? DevEnvironment.appleAudiences[0]),
-            "iat": .number(now), "exp": .number(now + 3600), "jti": .string(options["jti"] ?? "dev-notification-\(now)"),
-            "events": .string(JSONValue.object(event).serialized()),
-        ]
         do {
-            return try environment.identityProvider.token(claims: claims, provider: .apple)
+            return try environment.identityProvider.appleNotification(
+                type: type, subject: options["sub"] ?? "dev-user-1", audience: options["aud"] ?? DevEnvironment.appleAudiences[0],
+                id: options["jti"] ?? "dev-notification-\(now)", email: options["email"], now: now)
         } catch {
             throw CommandFailure("cannot sign a dev notification: \(error)")
         }
