@@ -66,7 +66,8 @@ check_binary() {
 
 # Runs BINARY under a loopback Runtime API that never answers and prints the shared libraries
 # mapped when it asks for its first event; fails when it does not ask, or has an HTTP/TLS library
-# mapped by then (the Runtime API client is a plain socket; libcurl waits for the first HTTPS call).
+# mapped by then (the Runtime API client is a plain socket; libcurl waits for the first HTTPS call),
+# or the C++ runtime or the unwinder (the release link copies both in: Infra/static-cxx).
 first_event_libraries() {
     python3 - "$1" <<'PY'
 import os, socket, subprocess, sys, tempfile
@@ -98,9 +99,9 @@ except socket.timeout:
 finally:
     process.kill()
     process.wait()
-http = [name for name in names if name.startswith(("libcurl", "libssl", "libcrypto", "libnghttp"))]
+unwanted = [name for name in names if name.startswith(("libcurl", "libssl", "libcrypto", "libnghttp", "libstdc++", "libgcc_s"))]
 print("%d libraries at the first /next: %s" % (len(names), " ".join(names)))
-sys.exit(1 if http else 0)
+sys.exit(1 if unwanted else 0)
 PY
 }
 
@@ -131,7 +132,25 @@ EOF
         echo "self-test FAILED: the wrapped hypotf computes wrong results (or never returns)" >&2
         return 1
     fi
-    echo "self-test passed: the checker rejects hypotf@GLIBC_2.35 (when this glibc has it); the shim avoids it and computes hypotf right"
+    # The static unwinder's _dl_find_object (glibc 2.35), the same way, when this glibc has it.
+    cat >"$work/finds_object.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+int main(void) { struct dl_find_object found; return _dl_find_object((void *)main, &found) != -1; }
+EOF
+    if gcc -O1 -o "$work/plain_find" "$work/finds_object.c" 2>/dev/null; then
+        if check_binary "$work/plain_find" >/dev/null; then
+            echo "self-test FAILED: a binary needing _dl_find_object@GLIBC_2.35 passed the check" >&2
+            return 1
+        fi
+        gcc -O1 -o "$work/wrapped_find" "$work/finds_object.c" "$(dirname "$0")/../Sources/CGlibcCompat/glibc_compat.c" \
+            -I "$(dirname "$0")/../Sources/CGlibcCompat/include" -Wl,--wrap=_dl_find_object -lm
+        if ! check_binary "$work/wrapped_find" || ! timeout 5 "$work/wrapped_find"; then
+            echo "self-test FAILED: the --wrap=_dl_find_object shim did not avoid GLIBC_2.35 or did not answer 'not found'" >&2
+            return 1
+        fi
+    fi
+    echo "self-test passed: the checker rejects hypotf@GLIBC_2.35 and _dl_find_object@GLIBC_2.35 (when this glibc has them); the shims avoid them and answer right"
 }
 
 if [ "${1:-}" = "--self-test" ]; then

@@ -17,3 +17,15 @@ float __wrap_hypotf(float x, float y) {
     double dx = x, dy = y;
     return (float)__builtin_sqrt(dx * dx + dy * dy);
 }
+
+// glibc 2.35 added _dl_find_object, and GCC 12's static unwinder (libgcc_eh, linked in place of
+// libgcc_s.so: one shared library less to load at every cold start) calls it to find a frame's
+// unwind tables. al2023's glibc lacks it. The shipped binaries carry no unwind tables at all
+// (Infra/no-unwind-tables.ld), so the answer is always "none": the unwinder then stops, as it
+// does today when libgcc_s finds no tables. Linked with `-Xlinker --wrap=_dl_find_object`.
+struct dl_find_object;
+int __wrap__dl_find_object(void *address, struct dl_find_object *result) {
+    (void)address;
+    (void)result;
+    return -1;
+}

@@ -131,7 +131,7 @@ enum FloorBench {
         table.add("floor", "\(handler) cold start to first /next (\(executable.label)), median of \(runs)",
                   format(percentile(samples, 0.5)) + " ms", target: "<= 6 ms")
         table.add("floor", "\(handler) shared libraries mapped at first /next", "\(libraries.count): " + libraries.joined(separator: " "),
-                  target: "no libcurl")
+                  target: "no libcurl, libstdc++, libgcc_s")
     }
 
     /// File names of the shared objects in a process's address space.

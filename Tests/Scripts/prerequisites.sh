@@ -51,10 +51,26 @@ pip_install() { # REQUIREMENT...
 
 python_has() { python3 -c "import $1" >/dev/null 2>&1; }
 
+# The release link copies GCC's C++ runtime and unwinder in (libstdc++.a, libgcc_eh.a: see
+# Infra/static-cxx). The Swift toolchain's own requirements include them (libstdc++-N-dev);
+# checked so that a machine without them gets a line rather than a link error.
+static_cxx_runtime() {
+    local compiler archive directory
+    compiler=$(command -v clang || command -v cc || true)
+    [ -n "$compiler" ] || return 0
+    for archive in libstdc++.a libgcc_eh.a; do
+        [ -f "$("$compiler" -print-file-name=$archive)" ] && continue
+        directory=$(dirname "$("$compiler" -print-libgcc-file-name)")
+        command -v dpkg >/dev/null || fail "missing $archive (GCC's static C++ runtime): install your system's libstdc++ development package"
+        install_debian "libstdc++-${directory##*/}-dev"
+    done
+}
+
 case $mode in
 demo)
     # The toolchain links through a C compiler driver and the C library headers.
     command -v dpkg >/dev/null && install_debian libc6-dev
+    static_cxx_runtime
     ;;
 test)
     if command -v dpkg >/dev/null; then
@@ -64,6 +80,7 @@ test)
             command -v $tool >/dev/null || fail "missing $tool: install it with your system's package manager"
         done
     fi
+    static_cxx_runtime
     python_has cryptography || pip_install cryptography
     python_has joserfc || pip_install joserfc
     python_has botocore || pip_install botocore
