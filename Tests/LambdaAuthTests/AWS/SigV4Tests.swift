@@ -167,17 +167,11 @@ private struct SigV4Case {
 
 /// Deterministic (SplitMix64) so that a failure names a case that reproduces.
 private struct SigV4CaseGenerator {
-    var state: UInt64
+    var random: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
     mutating func int(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
     mutating func pick<T>(_ options: [T]) -> T { options[int(options.count)] }
