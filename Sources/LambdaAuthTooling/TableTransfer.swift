@@ -14,7 +14,7 @@ public enum TableTransfer {
     public static let batchSize = 10_000
 
     public static func line(_ item: Item) -> [UInt8] {
-        JSONValue.object(["Item": DynamoJSON.encode(item)]).serializedBytes() + [0x0A]
+        Array(#"{"Item":"#.utf8) + DynamoJSON.encodedBytes(item) + Array("}\n".utf8)
     }
 
     /// Writes every item to `descriptor`; returns how many.
@@ -67,11 +67,7 @@ public enum TableTransfer {
             lineNumber += 1
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
             do {
-                let json = try JSONValue.parse(line)
-                guard case .object(let members) = json, members.count == 1, let itemJSON = members["Item"] else {
-                    throw Failure(description: #"expected {"Item": {...}}"#)
-                }
-                batch.append(try DynamoJSON.decodeItem(itemJSON))
+                batch.append(try DynamoJSON.exportLine(Array(line)))
             } catch {
                 throw Failure(description: "\(path): line \(lineNumber): \(error) (\(imported) items imported before it)")
             }

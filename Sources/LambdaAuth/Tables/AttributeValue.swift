@@ -115,10 +115,7 @@ extension AttributeValue {
         }
     }
 
-    static func isValidNumber(_ text: String) -> Bool {
-        guard !text.isEmpty, case .number = try? JSONValue.parse(text) else { return false }
-        return true
-    }
+    static func isValidNumber(_ text: String) -> Bool { JSONParser.isNumber(text) }
 }
 
 public enum DynamoJSON {

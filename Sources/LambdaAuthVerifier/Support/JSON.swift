@@ -73,6 +73,12 @@ public struct JSONParseError: Error, Equatable, CustomStringConvertible, Sendabl
     public let offset: Int
     public let reason: String
 
+    package init(kind: Kind, offset: Int, reason: String) {
+        self.kind = kind
+        self.offset = offset
+        self.reason = reason
+    }
+
     public var description: String {
         switch kind {
         case .duplicateMember(let name): return "duplicate member \"\(name)\" at byte \(offset)"
@@ -95,31 +101,98 @@ extension JSONValue {
     }
 }
 
-struct JSONParser {
-    let bytes: [UInt8]
-    var index = 0
+/// The parser behind `JSONValue.parse`. Its steps are open to the package so that a reader of one
+/// known shape (the store's DynamoDB JSON) can build its own values straight from the bytes.
+package struct JSONParser {
+    package let bytes: [UInt8]
+    package var index = 0
     var depth = 0
     /// The members of each object being parsed, one buffer per nesting depth (see parseObject).
     var pendingMembers: [[(name: String, value: JSONValue, offset: Int)]] = []
     static let maximumDepth = 128
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    package init(bytes: [UInt8]) { self.bytes = bytes }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        try parseDocument { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseValue() }
+    }
+
+    /// One complete text whose value `value` reads: a byte order mark and surrounding whitespace
+    /// allowed, nothing after it.
+    package mutating func parseDocument<Value>(_ value: (inout JSONParser) throws(JSONParseError) -> Value) throws(JSONParseError) -> Value {
         // A UTF-8 byte order mark is tolerated, as RFC 8259 §8.1 allows parsers to.
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { index = 3 }
         skipWhitespace()
-        let value = try parseValue()
+        let result = try value(&self)
         skipWhitespace()
         guard index == bytes.count else { throw fail("unexpected data after the JSON value") }
-        return value
+        return result
     }
 
-    func fail(_ reason: String) -> JSONParseError {
+    package func fail(_ reason: String) -> JSONParseError {
         JSONParseError(kind: .syntax, offset: index, reason: reason)
     }
 
-    mutating func skipWhitespace() {
+    /// Skips whitespace, then takes `byte` if it comes next.
+    package mutating func consume(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// Skips whitespace, then takes `byte` or fails with `reason`.
+    package mutating func expect(_ byte: UInt8, _ reason: String) throws(JSONParseError) {
+        guard consume(byte) else { throw fail(reason) }
+    }
+
+    /// The members of the object that comes next, each handed to `member` with the parser at its
+    /// value, which `member` must read. Duplicate names are the caller's to refuse.
+    package mutating func parseMembers(_ member: (inout JSONParser, _ name: String, _ nameOffset: Int) throws(JSONParseError) -> Void)
+        throws(JSONParseError) {
+        try expect(UInt8(ascii: "{"), "expected an object")
+        try enter()
+        if consume(UInt8(ascii: "}")) {
+            depth -= 1
+            return
+        }
+        repeat {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+            let nameOffset = index
+            let name = try parseString()
+            try expect(UInt8(ascii: ":"), "expected ':'")
+            skipWhitespace()
+            try member(&self, name, nameOffset)
+        } while consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "}"), "expected ',' or '}'")
+        depth -= 1
+    }
+
+    /// The elements of the array that comes next, each handed to `element` to read.
+    package mutating func parseElements(_ element: (inout JSONParser) throws(JSONParseError) -> Void) throws(JSONParseError) {
+        try expect(UInt8(ascii: "["), "expected an array")
+        try enter()
+        if consume(UInt8(ascii: "]")) {
+            depth -= 1
+            return
+        }
+        repeat {
+            skipWhitespace()
+            try element(&self)
+        } while consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "]"), "expected ',' or ']'")
+        depth -= 1
+    }
+
+    /// Skips whitespace, then reads a string (the parser must be at its opening quote, else fails).
+    package mutating func parseStringValue() throws(JSONParseError) -> String {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string") }
+        return try parseString()
+    }
+
+    package mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -128,7 +201,7 @@ struct JSONParser {
         }
     }
 
-    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    package mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -149,12 +222,15 @@ struct JSONParser {
         }
     }
 
-    mutating func enter() throws(JSONParseError) {
+    /// One level deeper (an object or array begins); past `maximumDepth` the text is refused.
+    package mutating func enter() throws(JSONParseError) {
         depth += 1
         if depth > JSONParser.maximumDepth {
             throw JSONParseError(kind: .tooDeep, offset: index, reason: "")
         }
     }
+
+    package mutating func leave() { depth -= 1 }
 
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
@@ -226,34 +302,47 @@ struct JSONParser {
 
     mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = index
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count else { throw fail("invalid number") }
-        if bytes[index] == UInt8(ascii: "0") {
-            index += 1
-        } else if isDigit(bytes[index]) {
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        } else {
-            throw fail("invalid number")
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                index += 1
-            }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        }
-        return .number(String(decoding: bytes[start..<index], as: UTF8.self))
+        guard let end = JSONParser.endOfNumber(bytes, from: index) else { throw fail("invalid number") }
+        index = end
+        return .number(String(decoding: bytes[start..<end], as: UTF8.self))
     }
 
-    func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+    /// Whether `text` is exactly one JSON number (RFC 8259 §6), nothing around it.
+    package static func isNumber(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in endOfNumber(utf8, from: 0) == utf8.count }
+    }
 
-    mutating func parseString() throws(JSONParseError) -> String {
+    /// Where the number starting at `start` ends, or nil when none starts there.
+    static func endOfNumber<Bytes: RandomAccessCollection>(_ bytes: Bytes, from start: Int) -> Int?
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        var index = start
+        func isDigit(_ at: Int) -> Bool { at < bytes.endIndex && bytes[at] >= UInt8(ascii: "0") && bytes[at] <= UInt8(ascii: "9") }
+        func skipDigits() { while isDigit(index) { index += 1 } }
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.endIndex else { return nil }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else if isDigit(index) {
+            skipDigits()
+        } else {
+            return nil
+        }
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard isDigit(index) else { return nil }
+            skipDigits()
+        }
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.endIndex, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard isDigit(index) else { return nil }
+            skipDigits()
+        }
+        return index
+    }
+
+    package mutating func parseString() throws(JSONParseError) -> String {
         index += 1
         let start = index
         // Fast path: no escapes, valid UTF-8.
@@ -406,7 +495,7 @@ extension JSONValue {
         }
     }
 
-    static func writeString(_ text: String, to output: inout [UInt8]) {
+    package static func writeString(_ text: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {

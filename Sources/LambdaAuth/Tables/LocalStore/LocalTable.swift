@@ -557,7 +557,7 @@ public final class LocalTable: Table, Sendable {
                 }
             }
         }
-        guard DynamoJSON.encode(item).serializedBytes().count <= maximumItemSize else {
+        guard DynamoJSON.encodedBytes(item).count <= maximumItemSize else {
             throw .invalidRequest("the item is larger than 400 KB")
         }
         return key

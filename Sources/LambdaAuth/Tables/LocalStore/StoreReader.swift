@@ -115,12 +115,9 @@ struct StoreReader {
 
     static func parsePartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
         guard let bytes = try readBytes(path) else { return [] }
-        var items: [Item] = []
+        let items: [Item]
         do {
-            guard let list = try JSONValue.parse(bytes)["Items"]?.arrayValue else {
-                throw DynamoJSONError(reason: "expected {\"Items\": [...]}")
-            }
-            for element in list { items.append(try DynamoJSON.decodeItem(element)) }
+            items = try DynamoJSON.partitionItems(bytes)
         } catch {
             throw .corrupted("\(path): \(error)")
         }
@@ -135,12 +132,9 @@ struct StoreReader {
     static func readIndex(_ path: String) throws(TableError) -> [TableKey] {
         guard let bytes = try readBytes(path) else { return [] }
         do {
-            guard let list = try JSONValue.parse(bytes)["Keys"]?.arrayValue else {
-                throw DynamoJSONError(reason: "expected {\"Keys\": [...]}")
-            }
             var keys: [TableKey] = []
-            for element in list {
-                guard let key = TableKey(item: try DynamoJSON.decodeItem(element)) else {
+            for item in try DynamoJSON.indexKeys(bytes) {
+                guard let key = TableKey(item: item) else {
                     throw DynamoJSONError(reason: "an index entry without PK/SK")
                 }
                 keys.append(key)
@@ -217,12 +211,12 @@ struct KeyedPartition {
         // The stored items are in order already and the changes few: a near-linear sort.
         rows.sort { $0.key.sk.utf8.lexicographicallyPrecedes($1.key.sk.utf8) }
         return KeyedPartition(items: rows.map(\.item), keys: rows.map(\.key),
-                              encodedItems: rows.map { $0.encoded ?? DynamoJSON.encode($0.item).serializedBytes() })
+                              encodedItems: rows.map { $0.encoded ?? DynamoJSON.encodedBytes($0.item) })
     }
 
     /// `{"Items": [...]}`, byte for byte what serialising the whole document would give.
     var fileBytes: [UInt8] {
-        let encoded = encodedItems ?? items.map { DynamoJSON.encode($0).serializedBytes() }
+        let encoded = encodedItems ?? items.map(DynamoJSON.encodedBytes)
         var bytes = Array(#"{"Items":["#.utf8)
         bytes.reserveCapacity(encoded.reduce(16) { $0 + $1.count + 1 })
         for (index, item) in encoded.enumerated() {

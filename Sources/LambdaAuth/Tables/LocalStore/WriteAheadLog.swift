@@ -52,12 +52,20 @@ enum WriteAheadLog {
     }
 
     static func encodeRecord(_ changes: [(TableKey, Item?)]) -> [UInt8] {
-        let entries: [JSONValue] = changes.map { key, item in
-            var entry: [String: JSONValue] = ["key": DynamoJSON.encode(key.item)]
-            if let item { entry["item"] = DynamoJSON.encode(item) }
-            return .object(entry)
+        // What serialising the JSONValue would give (members sorted: "item" before "key").
+        var payload = Array(#"{"changes":["#.utf8)
+        for (position, (key, item)) in changes.enumerated() {
+            payload += Array((position > 0 ? ",{" : "{").utf8)
+            if let item {
+                payload += Array(#""item":"#.utf8)
+                DynamoJSON.write(item, to: &payload)
+                payload.append(UInt8(ascii: ","))
+            }
+            payload += Array(#""key":"#.utf8)
+            DynamoJSON.write(key.item, to: &payload)
+            payload.append(UInt8(ascii: "}"))
         }
-        let payload = JSONValue.object(["changes": .array(entries)]).serializedBytes()
+        payload += Array("]}".utf8)
         let length = UInt32(payload.count).littleEndian
         return withUnsafeBytes(of: length) { Array($0) } + checksum(payload) + payload
     }
@@ -114,13 +122,9 @@ enum WriteAheadLog {
     }
 
     private static func applyRecord(_ payload: ArraySlice<UInt8>, to overlay: inout Overlay) throws -> Void {
-        let json = try JSONValue.parse(payload)
-        guard let changes = json["changes"]?.arrayValue else { throw DynamoJSONError(reason: "no changes") }
-        for change in changes {
-            guard let keyJSON = change["key"], let key = TableKey(item: try DynamoJSON.decodeItem(keyJSON)) else {
-                throw DynamoJSONError(reason: "a change without a key")
-            }
-            overlay.apply(key, try change["item"].map { (json) throws(DynamoJSONError) in try DynamoJSON.decodeItem(json) })
+        for change in try DynamoJSON.logChanges(Array(payload)) {
+            guard let key = TableKey(item: change.key) else { throw DynamoJSONError(reason: "a change without a key") }
+            overlay.apply(key, change.item)
         }
     }
 

@@ -1,0 +1,205 @@
+import LambdaAuthVerifier
+
+/// DynamoDB JSON read from bytes straight into items, and written from items straight to bytes:
+/// the local store's partition files and log records are most of what a process parses and
+/// writes, and going through `JSONValue` built every value twice. Both accept and produce exactly
+/// what the `JSONValue` route does (`DynamoJSONBytesTests` compares them).
+extension DynamoJSON {
+    /// The items of a partition file, `{"Items": [...]}`.
+    static func partitionItems(_ bytes: [UInt8]) throws(JSONParseError) -> [Item] {
+        try member("Items", of: bytes) { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseItemList() }
+    }
+
+    /// The keys of an index file, `{"Keys": [...]}`, as items.
+    static func indexKeys(_ bytes: [UInt8]) throws(JSONParseError) -> [Item] {
+        try member("Keys", of: bytes) { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseItemList() }
+    }
+
+    /// The item of an export line, `{"Item": {...}}` and nothing else.
+    package static func exportLine(_ bytes: [UInt8]) throws(JSONParseError) -> Item {
+        try member("Item", of: bytes, alone: true) { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseItem() }
+    }
+
+    /// The changes of one log record, `{"changes": [{"key": item, "item": item}, ...]}` (no
+    /// `item`: a deletion).
+    static func logChanges(_ bytes: [UInt8]) throws(JSONParseError) -> [(key: Item, item: Item?)] {
+        try member("changes", of: bytes) { (parser: inout JSONParser) throws(JSONParseError) in
+            var changes: [(key: Item, item: Item?)] = []
+            try parser.parseElements { (parser: inout JSONParser) throws(JSONParseError) in
+                var key: Item?, item: Item?
+                try parser.parseMembers(keeping: ["key", "item"]) { (parser: inout JSONParser, name: String) throws(JSONParseError) in
+                    if name == "key" { key = try parser.parseItem() } else { item = try parser.parseItem() }
+                }
+                guard let key else { throw parser.fail("a change without a key") }
+                changes.append((key, item))
+            }
+            return changes
+        }
+    }
+
+    /// A JSON object text's member `name`, read by `value`. Other members are read and dropped,
+    /// or refused when `alone`; a missing member is refused.
+    private static func member<Value>(_ name: String, of bytes: [UInt8], alone: Bool = false,
+                                      _ value: (inout JSONParser) throws(JSONParseError) -> Value) throws(JSONParseError) -> Value {
+        var parser = JSONParser(bytes: bytes)
+        return try parser.parseDocument { (parser: inout JSONParser) throws(JSONParseError) -> Value in
+            var result: Value?
+            var others = false
+            try parser.parseMembers(keeping: [name]) { (parser: inout JSONParser, _: String) throws(JSONParseError) in
+                result = try value(&parser)
+            } other: { others = true }
+            guard let result, !(alone && others) else {
+                throw parser.fail(alone ? "expected {\"\(name)\": ...} alone" : "expected {\"\(name)\": ...}")
+            }
+            return result
+        }
+    }
+
+    /// `encode(item).serializedBytes()`, byte for byte, without the `JSONValue` in between.
+    static func write(_ item: Item, to output: inout [UInt8]) {
+        writeMap(item, to: &output)
+    }
+
+    package static func encodedBytes(_ item: Item) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        write(item, to: &output)
+        return output
+    }
+
+    private static func writeMap(_ map: [String: AttributeValue], to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "{"))
+        for (position, name) in map.keys.sorted().enumerated() {
+            if position > 0 { output.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(name, to: &output)
+            output.append(UInt8(ascii: ":"))
+            write(map[name]!, to: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
+
+    private static func write(_ value: AttributeValue, to output: inout [UInt8]) {
+        func typed(_ type: StaticString, _ body: (inout [UInt8]) -> Void) {
+            output.append(contentsOf: #"{""#.utf8)
+            output.append(contentsOf: UnsafeBufferPointer(start: type.utf8Start, count: type.utf8CodeUnitCount))
+            output.append(contentsOf: #"":"#.utf8)
+            body(&output)
+            output.append(UInt8(ascii: "}"))
+        }
+        func strings(_ list: [String], _ output: inout [UInt8]) {
+            output.append(UInt8(ascii: "["))
+            for (position, text) in list.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(text, to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        }
+        switch value {
+        case .s(let text): typed("S") { JSONValue.writeString(text, to: &$0) }
+        case .n(let text): typed("N") { JSONValue.writeString(text, to: &$0) }
+        case .bool(let flag): typed("BOOL") { $0.append(contentsOf: (flag ? "true" : "false").utf8) }
+        case .null: typed("NULL") { $0.append(contentsOf: "true".utf8) }
+        case .m(let map): typed("M") { writeMap(map, to: &$0) }
+        case .l(let list):
+            typed("L") { output in
+                output.append(UInt8(ascii: "["))
+                for (position, element) in list.enumerated() {
+                    if position > 0 { output.append(UInt8(ascii: ",")) }
+                    write(element, to: &output)
+                }
+                output.append(UInt8(ascii: "]"))
+            }
+        case .ss(let list): typed("SS") { strings(list, &$0) }
+        case .ns(let list): typed("NS") { strings(list, &$0) }
+        }
+    }
+}
+
+extension JSONParser {
+    /// An object whose members named in `names` go to `member`; any other member is read, dropped
+    /// and reported to `other`. Every name, known or not, may appear once (as `JSONValue.parse`
+    /// requires).
+    fileprivate mutating func parseMembers(keeping names: Set<String>,
+                                           _ member: (inout JSONParser, String) throws(JSONParseError) -> Void,
+                                           other: () -> Void = {}) throws(JSONParseError) {
+        var seen: Set<String> = []
+        try parseMembers { (parser: inout JSONParser, name: String, offset: Int) throws(JSONParseError) in
+            guard seen.insert(name).inserted else { throw JSONParseError(kind: .duplicateMember(name), offset: offset, reason: "") }
+            if names.contains(name) {
+                try member(&parser, name)
+            } else {
+                _ = try parser.parseValue()
+                other()
+            }
+        }
+    }
+
+    fileprivate mutating func parseItemList() throws(JSONParseError) -> [Item] {
+        var items: [Item] = []
+        try parseElements { (parser: inout JSONParser) throws(JSONParseError) in items.append(try parser.parseItem()) }
+        return items
+    }
+
+    /// An item (or an `M` value): an object of attribute values, names unique.
+    mutating func parseItem() throws(JSONParseError) -> Item {
+        var members: [(name: String, value: AttributeValue, offset: Int)] = []
+        members.reserveCapacity(16)
+        try parseMembers { (parser: inout JSONParser, name: String, offset: Int) throws(JSONParseError) in
+            members.append((name, try parser.parseAttributeValue(), offset))
+        }
+        // Made at its final size: growing it member by member rehashed at every doubling.
+        var item = Item(minimumCapacity: members.count)
+        for member in members where item.updateValue(member.value, forKey: member.name) != nil {
+            throw JSONParseError(kind: .duplicateMember(member.name), offset: member.offset, reason: "")
+        }
+        return item
+    }
+
+    /// `{"S": "..."}`, `{"N": "1"}`, …: exactly one type key with a value of its type.
+    mutating func parseAttributeValue() throws(JSONParseError) -> AttributeValue {
+        let wrapper = "an attribute value must be an object with exactly one type key"
+        try expect(UInt8(ascii: "{"), wrapper)
+        // The wrapper object is a level of nesting, as it is for JSONValue.parse.
+        try enter()
+        defer { leave() }
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail(wrapper) }
+        let type = try parseString()
+        try expect(UInt8(ascii: ":"), "expected ':'")
+        skipWhitespace()
+        let value: AttributeValue
+        switch type {
+        case "S": value = .s(try parseStringValue())
+        case "N": value = .n(try parseNumberText())
+        case "BOOL":
+            guard case .bool(let flag) = try parseValue() else { throw fail("BOOL must be true or false") }
+            value = .bool(flag)
+        case "NULL":
+            guard case .bool(true) = try parseValue() else { throw fail("NULL must be true") }
+            value = .null
+        case "M": value = .m(try parseItem())
+        case "L":
+            var list: [AttributeValue] = []
+            try parseElements { (parser: inout JSONParser) throws(JSONParseError) in list.append(try parser.parseAttributeValue()) }
+            value = .l(list)
+        case "SS", "NS":
+            var list: [String] = []
+            try parseElements { (parser: inout JSONParser) throws(JSONParseError) in
+                list.append(type == "SS" ? try parser.parseStringValue() : try parser.parseNumberText())
+            }
+            guard !list.isEmpty else { throw fail("an empty \(type) value") }
+            value = type == "SS" ? .ss(list) : .ns(list)
+        default:
+            throw fail("unsupported attribute type \(type)")
+        }
+        try expect(UInt8(ascii: "}"), wrapper)
+        return value
+    }
+
+    /// A number in DynamoDB's form: a JSON string holding a JSON number.
+    private mutating func parseNumberText() throws(JSONParseError) -> String {
+        let text = try parseStringValue()
+        guard JSONParser.isNumber(text) else { throw fail("invalid N value \(text)") }
+        return text
+    }
+}
