@@ -2,7 +2,7 @@ import Crypto
 
 /// The writes of Apple's server-to-server notifications that are not sessions or deletions.
 extension AccountStore {
-    private enum DeliverabilityStep: Hashable { case profile, userSide }
+    private enum DeliverabilityStep: Equatable { case profile, userSide }
 
     /// Marks the identity's email (un)deliverable, bumping the profile's version because the
     /// `user` object shows it (copies of older versions must not be served by a refresh).

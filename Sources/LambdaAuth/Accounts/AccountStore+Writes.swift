@@ -28,7 +28,7 @@ extension AccountStore {
         case emailTaken
     }
 
-    private enum CreationStep: Hashable { case profile, link, email }
+    private enum CreationStep: Equatable { case profile, link, email }
 
     /// The user, both sides of its link, the email claim, the first session and its refresh token:
     /// one transaction, conditional on none of them existing (concurrent first sign-ins of one
@@ -80,7 +80,7 @@ extension AccountStore {
         case identityTaken
     }
 
-    private enum OpeningStep: Hashable { case profile, link, userSide }
+    private enum OpeningStep: Equatable { case profile, link, userSide }
 
     func open(_ opening: SessionOpening, now: Int64) throws(AuthError) -> SessionOpeningOutcome {
         let userID = opening.user.profile.userID
@@ -116,7 +116,7 @@ extension AccountStore {
         case lostRace(userChanged: Bool, tokenRotated: Bool)
     }
 
-    private enum RotationStep: Hashable { case retireOld, profile, session }
+    private enum RotationStep: Equatable { case retireOld, profile, session }
 
     /// The old token ACTIVE → USED (skipped for a USED token within its grace period), the new
     /// token put, the profile checked at the version of the user copy the new token carries and
@@ -175,7 +175,7 @@ extension AccountStore {
         case lostRace
     }
 
-    private enum LinkStep: Hashable { case link, userSide, profile }
+    private enum LinkStep: Equatable { case link, userSide, profile }
 
     /// Both sides of the link, with the profile conditional on the version the flow read (so its
     /// copy of the user was exact) and on the caller's session still being active.
@@ -192,7 +192,7 @@ extension AccountStore {
         return .lostRace
     }
 
-    private enum UnlinkStep: Hashable { case profile, userSide, link }
+    private enum UnlinkStep: Equatable { case profile, userSide, link }
 
     /// `callerSessionID` nil: no caller (Apple's notifications), only the version guards it.
     func unlink(_ identity: LinkedIdentity, from user: UserView, callerSessionID: String?, now: Int64) throws(AuthError) -> IdentityChange {

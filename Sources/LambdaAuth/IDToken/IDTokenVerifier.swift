@@ -72,13 +72,15 @@ public final class IDTokenVerifier: Sendable {
         let keys: Result<ProviderKeyCache, AuthError>
     }
 
-    let providers: [ProviderName: ProviderState]
+    /// A list, not a dictionary keyed by ProviderName: see TransactionPlan for what a dictionary
+    /// keyed by a type of our own costs each process.
+    let providers: [(name: ProviderName, state: ProviderState)]
     let clockSkew: Int64
     let requireNonce: Bool
     let clock: any WallClock
 
     public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any WallClock, logger: Logger) {
-        var providers: [ProviderName: ProviderState] = [:]
+        var providers: [(name: ProviderName, state: ProviderState)] = []
         for name in ProviderName.idTokenProviders {
             let settings = configuration.provider(name)
             let variable = "AUTH_\(name.rawValue.uppercased())_JWKS_URL"
@@ -90,7 +92,7 @@ public final class IDTokenVerifier: Sendable {
             } catch {
                 keys = .failure(error)
             }
-            providers[name] = ProviderState(issuers: name.issuers, audiences: settings.audiences, keys: keys)
+            providers.append((name, ProviderState(issuers: name.issuers, audiences: settings.audiences, keys: keys)))
         }
         self.providers = providers
         clockSkew = configuration.clockSkew
@@ -113,7 +115,7 @@ public final class IDTokenVerifier: Sendable {
         guard ProviderName.idTokenProviders.contains(provider) else {
             throw AuthError(.unsupportedProvider, "\(provider.rawValue) identities are proven with a code, not an ID token")
         }
-        guard let state = providers[provider], !state.audiences.isEmpty else {
+        guard let state = providers.first(where: { $0.name == provider })?.state, !state.audiences.isEmpty else {
             throw AuthError(.providerNotConfigured,
                             "\(provider.rawValue) sign-in is not configured (AUTH_\(provider.rawValue.uppercased())_AUDIENCES is empty)")
         }
