@@ -12,7 +12,7 @@ enum LargeStoreFixture {
         let userID = "benchuser\(index)"
         let subject = String(100_000_000_000 + index)
         let stamp = AttributeValue.s(ISO8601.format(epochSeconds: now))
-        let hash = Array(SHA256.hash(data: Array("bench-refresh-\(index)".utf8))).hexString
+        let hash = SHA256.hexDigest(of: Array("bench-refresh-\(index)".utf8))
         let user = "USER#\(userID)"
         return [
             ["PK": .s(user), "SK": .s("PROFILE"), "email": .s("user\(index)@example.com"), "emailVerified": .bool(true),

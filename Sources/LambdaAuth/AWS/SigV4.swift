@@ -88,7 +88,7 @@ public enum SigV4 {
     public static func signingKey(secret: String, date: String, region: String, service: String) -> SymmetricKey {
         var key = SymmetricKey(data: Array("AWS4\(secret)".utf8))
         for part in [String(date.prefix(8)), region, service, "aws4_request"] {
-            key = SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array(part.utf8), using: key)))
+            key = SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Array(part.utf8), using: key).bytes)
         }
         return key
     }
@@ -100,7 +100,7 @@ public enum SigV4 {
                                  region: String, service: String) -> String {
         let key = signingKey(secret: secret, date: amzDate, region: region, service: service)
         let text = stringToSign(canonicalRequest, amzDate: amzDate, region: region, service: service)
-        return Array(HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: key)).hexString
+        return HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: key).bytes.hexString
     }
 
     public static func payloadHash(_ body: [UInt8]) -> String {

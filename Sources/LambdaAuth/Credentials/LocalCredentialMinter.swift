@@ -92,7 +92,7 @@ public struct LocalCredentialMinter: CredentialIssuer {
     }
 
     func mac(_ purpose: String, _ data: [UInt8]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: data, using: key(purpose)))
+        HMAC<SHA256>.authenticationCode(for: data, using: key(purpose)).bytes
     }
 }
 

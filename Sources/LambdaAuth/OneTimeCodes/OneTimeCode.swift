@@ -53,6 +53,6 @@ enum OneTimeCode {
     /// the codes nor a way to test guesses offline, and a code is bound to the address it was sent to.
     static func hash(_ code: String, for email: EmailAddress, key: SymmetricKey) -> String {
         let message = Array("lambda-auth-otp-v1\u{0}\(email.normalized)\u{0}\(code)".utf8)
-        return Array(HMAC<SHA256>.authenticationCode(for: message, using: key)).hexString
+        return HMAC<SHA256>.authenticationCode(for: message, using: key).bytes.hexString
     }
 }

@@ -15,7 +15,7 @@ struct StoreLayout {
     /// 4,096 shard directories keep every directory small (about 75 files at 100,000 users), so
     /// a lookup costs the same at any table size.
     static func shard(_ partitionKey: String) -> String {
-        String(Array(SHA256.hash(data: Array(partitionKey.utf8)).prefix(2)).hexString.prefix(3))
+        String(Array(SHA256.hash(data: Array(partitionKey.utf8)).bytes.prefix(2)).hexString.prefix(3))
     }
 
     static let shardCount = 4096

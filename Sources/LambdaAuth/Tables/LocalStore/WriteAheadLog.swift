@@ -44,7 +44,7 @@ enum WriteAheadLog {
     }
 
     static func checksum(_ payload: some Collection<UInt8>) -> [UInt8] {
-        Array(SHA256.hash(data: Array(payload)).prefix(8))
+        Array(SHA256.hash(data: Array(payload)).bytes.prefix(8))
     }
 
     static func header(generation: UInt64) -> [UInt8] {

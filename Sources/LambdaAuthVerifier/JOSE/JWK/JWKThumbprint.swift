@@ -24,7 +24,7 @@ extension JSONWebKey.Material {
     public var thumbprint: String {
         // RFC 7638 hashes the required members in lexicographic order without whitespace, which
         // is exactly how JSONValue serialises an object.
-        Base64.urlEncoded(SHA256.hash(data: JSONValue.object(requiredMembers).serializedBytes()))
+        Base64.urlEncoded(SHA256.hash(data: JSONValue.object(requiredMembers).serializedBytes()).bytes)
     }
 }
 
