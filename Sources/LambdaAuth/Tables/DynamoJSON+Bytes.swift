@@ -162,9 +162,7 @@ extension JSONParser {
         // The wrapper object is a level of nesting, as it is for JSONValue.parse.
         try enter()
         defer { leave() }
-        skipWhitespace()
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail(wrapper) }
-        let type = try parseString()
+        let type = try parseStringValue(wrapper)
         try expect(UInt8(ascii: ":"), "expected ':'")
         skipWhitespace()
         let value: AttributeValue

@@ -104,8 +104,8 @@ extension JSONValue {
 /// The parser behind `JSONValue.parse`. Its steps are open to the package so that a reader of one
 /// known shape (the store's DynamoDB JSON) can build its own values straight from the bytes.
 package struct JSONParser {
-    package let bytes: [UInt8]
-    package var index = 0
+    let bytes: [UInt8]
+    var index = 0
     var depth = 0
     /// The members of each object being parsed, one buffer per nesting depth (see parseObject).
     var pendingMembers: [[(name: String, value: JSONValue, offset: Int)]] = []
@@ -133,10 +133,15 @@ package struct JSONParser {
         JSONParseError(kind: .syntax, offset: index, reason: reason)
     }
 
+    /// Skips whitespace, then tells whether `byte` comes next (without taking it).
+    package mutating func nextIs(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        return index < bytes.count && bytes[index] == byte
+    }
+
     /// Skips whitespace, then takes `byte` if it comes next.
     package mutating func consume(_ byte: UInt8) -> Bool {
-        skipWhitespace()
-        guard index < bytes.count, bytes[index] == byte else { return false }
+        guard nextIs(byte) else { return false }
         index += 1
         return true
     }
@@ -153,12 +158,11 @@ package struct JSONParser {
         try expect(UInt8(ascii: "{"), "expected an object")
         try enter()
         if consume(UInt8(ascii: "}")) {
-            depth -= 1
+            leave()
             return
         }
         repeat {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+            guard nextIs(UInt8(ascii: "\"")) else { throw fail("expected a member name") }
             let nameOffset = index
             let name = try parseString()
             try expect(UInt8(ascii: ":"), "expected ':'")
@@ -166,7 +170,7 @@ package struct JSONParser {
             try member(&self, name, nameOffset)
         } while consume(UInt8(ascii: ","))
         try expect(UInt8(ascii: "}"), "expected ',' or '}'")
-        depth -= 1
+        leave()
     }
 
     /// The elements of the array that comes next, each handed to `element` to read.
@@ -174,7 +178,7 @@ package struct JSONParser {
         try expect(UInt8(ascii: "["), "expected an array")
         try enter()
         if consume(UInt8(ascii: "]")) {
-            depth -= 1
+            leave()
             return
         }
         repeat {
@@ -182,13 +186,12 @@ package struct JSONParser {
             try element(&self)
         } while consume(UInt8(ascii: ","))
         try expect(UInt8(ascii: "]"), "expected ',' or ']'")
-        depth -= 1
+        leave()
     }
 
-    /// Skips whitespace, then reads a string (the parser must be at its opening quote, else fails).
-    package mutating func parseStringValue() throws(JSONParseError) -> String {
-        skipWhitespace()
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string") }
+    /// Skips whitespace, then reads a string; fails with `reason` when none comes next.
+    package mutating func parseStringValue(_ reason: String = "expected a string") throws(JSONParseError) -> String {
+        guard nextIs(UInt8(ascii: "\"")) else { throw fail(reason) }
         return try parseString()
     }
 
@@ -342,7 +345,7 @@ package struct JSONParser {
         return index
     }
 
-    package mutating func parseString() throws(JSONParseError) -> String {
+    mutating func parseString() throws(JSONParseError) -> String {
         index += 1
         let start = index
         // Fast path: no escapes, valid UTF-8.
