@@ -45,9 +45,10 @@ replay-moto:
 
 # dist/<handler>.zip, each holding a stripped static-stdlib executable named bootstrap; checked
 # for provided.al2023 before it counts as built. advzip (Debian's advancecomp) recompresses each
-# zip with 7-Zip's deflate: 4 % smaller than zip's, still plain deflate, 2 s a zip.
+# zip with 7-Zip's deflate: 4 % smaller than zip's, still plain deflate, 2 s a zip. Installs
+# advancecomp, zip and binutils first when they are missing.
 package:
-	@command -v advzip >/dev/null || { echo "make package: advzip is missing (apt-get install advancecomp, or run Tests/Scripts/prerequisites.sh test)" >&2; exit 1; }
+	Tests/Scripts/prerequisites.sh package
 	for handler in $(HANDLERS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$handler || exit 1; done
 	rm -rf dist && mkdir -p dist
 	for handler in $(HANDLERS); do \
@@ -72,8 +73,10 @@ demo:
 	$(BIN)/authctl demo
 
 # After package, so that the zip sizes are measured too; the bench runs the release handlers and
-# finds them beside authctl.
-bench: package
+# finds them beside authctl, and moto_server for the production-backend rows.
+bench:
+	Tests/Scripts/prerequisites.sh test
+	$(MAKE) package
 	for product in authctl auth-bench; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
 	$(BIN)/auth-bench
 

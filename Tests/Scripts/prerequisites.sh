@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs, idempotently, what `make demo` or `make test` needs beyond Swift, git, make and
-# Python 3, and says what it did. Usage: prerequisites.sh demo|test
-#   demo: nothing beyond the toolchain (libcurl is loaded with dlopen and its headers are not
-#         needed to build); checked anyway so a broken machine fails with a clear line.
-#   test: zip/unzip, binutils (strip, objdump, readelf) and a C compiler for `make package` and its
-#         checks; the Python packages the tests use as independent peers (cryptography, joserfc,
-#         botocore, moto[server]) and cfn-lint.
+# Installs, idempotently, what `make demo`, `make package` or `make test` needs beyond Swift, git,
+# make and Python 3, and says what it did. Usage: prerequisites.sh demo|package|test
+#   demo:    nothing beyond the toolchain (libcurl is loaded with dlopen and its headers are not
+#            needed to build); checked anyway so a broken machine fails with a clear line.
+#   package: zip/unzip, advzip, binutils (strip, objdump, readelf) and a C compiler for the zips
+#            and their checks.
+#   test:    what package needs, and the Python packages the tests (and `make bench`) use as
+#            independent peers (cryptography, joserfc, botocore, moto[server]) and cfn-lint.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
 set -euo pipefail
@@ -66,13 +67,7 @@ static_cxx_runtime() {
     done
 }
 
-case $mode in
-demo)
-    # The toolchain links through a C compiler driver and the C library headers.
-    command -v dpkg >/dev/null && install_debian libc6-dev
-    static_cxx_runtime
-    ;;
-test)
+packaging_tools() {
     if command -v dpkg >/dev/null; then
         install_debian zip unzip binutils gcc libc6-dev advancecomp
     else
@@ -81,6 +76,19 @@ test)
         done
     fi
     static_cxx_runtime
+}
+
+case $mode in
+demo)
+    # The toolchain links through a C compiler driver and the C library headers.
+    command -v dpkg >/dev/null && install_debian libc6-dev
+    static_cxx_runtime
+    ;;
+package)
+    packaging_tools
+    ;;
+test)
+    packaging_tools
     python_has cryptography || pip_install cryptography
     python_has joserfc || pip_install joserfc
     python_has botocore || pip_install botocore
@@ -88,12 +96,13 @@ test)
     python_has cfnlint.runner || pip_install cfn-lint
     ;;
 *)
-    fail "usage: prerequisites.sh demo|test"
+    fail "usage: prerequisites.sh demo|package|test"
     ;;
 esac
 if [ $installed -eq 0 ]; then
     case $mode in
     demo) say "nothing to install for the demo (libcurl is loaded at run time: no development headers needed)" ;;
+    package) say "everything the zips need is installed" ;;
     test) say "everything the tests need is installed" ;;
     esac
 fi
