@@ -10,12 +10,18 @@ import Crypto
 ///   from a presented token and checked against the request's SigV4 signature.
 public struct LocalCredentialMinter: CredentialIssuer {
     static let tokenPrefix = "LAv1."
-    let masterSecret: [UInt8]
     let lifetime: Int64
     let random: any RandomSource
+    // Derived once: the issuer is cached for the process, and each issue used to derive all
+    // three again (half of minting's time in a warm refresh).
+    let sessionTokenKey: SymmetricKey
+    let secretKeys: (SymmetricKey, SymmetricKey)
 
     public init(masterSecret: String, lifetime: Int64, random: any RandomSource) {
-        self.masterSecret = Array(masterSecret.utf8)
+        let master = SymmetricKey(data: Array(masterSecret.utf8))
+        sessionTokenKey = LocalCredentialMinter.key("session-token", master)
+        secretKeys = (LocalCredentialMinter.key("secret-access-key", master),
+                      LocalCredentialMinter.key("secret-access-key-2", master))
         self.lifetime = lifetime
         self.random = random
     }
@@ -25,7 +31,7 @@ public struct LocalCredentialMinter: CredentialIssuer {
         let claims = SessionTokenClaims(accessKeyID: accessKeyID, userID: userID, prefix: "users/\(userID)/", expiration: now + lifetime)
         let payload = claims.json.serializedBytes()
         let sessionToken = LocalCredentialMinter.tokenPrefix + Base64.urlEncoded(payload) + "."
-            + Base64.urlEncoded(mac("session-token", payload))
+            + Base64.urlEncoded(mac(sessionTokenKey, payload))
         return TemporaryCredentials(accessKeyID: accessKeyID, secretAccessKey: secret(for: payload),
                                     sessionToken: sessionToken, expiration: claims.expiration)
     }
@@ -67,7 +73,7 @@ public struct LocalCredentialMinter: CredentialIssuer {
         guard parts.count == 2, let payload = Base64.urlDecoded(parts[0]), let tag = Base64.urlDecoded(parts[1]) else {
             throw .malformedSessionToken
         }
-        guard HMAC<SHA256>.isValidAuthenticationCode(tag, authenticating: payload, using: key("session-token")) else {
+        guard HMAC<SHA256>.isValidAuthenticationCode(tag, authenticating: payload, using: sessionTokenKey) else {
             throw .badSessionTokenSignature
         }
         guard let json = try? JSONValue.parse(payload), json["v"] == 1,
@@ -82,17 +88,16 @@ public struct LocalCredentialMinter: CredentialIssuer {
 
     /// 40 characters, like an AWS secret access key.
     func secret(for payload: [UInt8]) -> String {
-        String(Base64.encoded(mac("secret-access-key", payload) + mac("secret-access-key-2", payload)).prefix(40))
+        String(Base64.encoded(mac(secretKeys.0, payload) + mac(secretKeys.1, payload)).prefix(40))
     }
 
-    func key(_ purpose: String) -> SymmetricKey {
-        // Separate keys per purpose, so a session-token MAC can never double as a secret.
-        SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Array("lambda-auth/\(purpose)".utf8),
-                                                           using: SymmetricKey(data: masterSecret)))
+    /// Separate keys per purpose, so a session-token MAC can never double as a secret.
+    static func key(_ purpose: String, _ master: SymmetricKey) -> SymmetricKey {
+        SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Array("lambda-auth/\(purpose)".utf8), using: master))
     }
 
-    func mac(_ purpose: String, _ data: [UInt8]) -> [UInt8] {
-        HMAC<SHA256>.authenticationCode(for: data, using: key(purpose)).bytes
+    func mac(_ key: SymmetricKey, _ data: [UInt8]) -> [UInt8] {
+        HMAC<SHA256>.authenticationCode(for: data, using: key).bytes
     }
 }
 

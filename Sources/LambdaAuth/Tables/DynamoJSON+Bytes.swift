@@ -67,6 +67,27 @@ extension DynamoJSON {
         return output
     }
 
+    /// At least `encodedBytes(item).count`, without writing anything: every string counted as if
+    /// each of its bytes needed a six-byte escape, every number and wrapper at its longest. The
+    /// item-size check encodes only the items this cannot clear (a write's items are a few KB).
+    static func encodedSizeBound(_ item: Item) -> Int {
+        func stringSize(_ text: String) -> Int { 2 + 6 * text.utf8.count }
+        func mapSize(_ map: [String: AttributeValue]) -> Int {
+            map.reduce(2) { $0 + stringSize($1.key) + 2 + valueSize($1.value) }
+        }
+        func valueSize(_ value: AttributeValue) -> Int {
+            let wrapper = #"{"NULL":}"#.utf8.count
+            switch value {
+            case .s(let text), .n(let text): return wrapper + stringSize(text)
+            case .bool, .null: return wrapper + 5
+            case .m(let members): return wrapper + mapSize(members)
+            case .l(let list): return list.reduce(wrapper + 2) { $0 + valueSize($1) + 1 }
+            case .ss(let list), .ns(let list): return list.reduce(wrapper + 2) { $0 + stringSize($1) + 1 }
+            }
+        }
+        return mapSize(item)
+    }
+
     private static func writeMap(_ map: [String: AttributeValue], to output: inout [UInt8]) {
         output.append(UInt8(ascii: "{"))
         for (position, name) in map.keys.sorted().enumerated() {

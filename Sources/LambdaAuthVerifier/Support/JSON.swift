@@ -500,19 +500,27 @@ extension JSONValue {
 
     package static func writeString(_ text: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case 0x22: output.append(contentsOf: [0x5C, 0x22])
-            case 0x5C: output.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                           hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: output.append(byte)
+        // Runs that need no escape are copied whole: byte by byte, with a temporary array per
+        // escape, this was most of encoding a stored user snapshot (a JSON string of quotes).
+        var text = text
+        text.withUTF8 { bytes in
+            var runStart = 0
+            for (index, byte) in bytes.enumerated() where byte == 0x22 || byte == 0x5C || byte < 0x20 {
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                runStart = index + 1
+                output.append(0x5C)
+                switch byte {
+                case 0x22, 0x5C: output.append(byte)
+                case 0x0A: output.append(UInt8(ascii: "n"))
+                case 0x0D: output.append(UInt8(ascii: "r"))
+                case 0x09: output.append(UInt8(ascii: "t"))
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    output.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                               hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
             }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
         output.append(UInt8(ascii: "\""))
     }

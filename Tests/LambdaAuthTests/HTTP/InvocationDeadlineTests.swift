@@ -61,7 +61,7 @@ import Testing
                                     http: TimingOut(), random: RepeatingRandomSource(byte: 0xFF), sleeper: sleeper)
         let table = DynamoDBTable(tableName: "t", client: client, clock: FixedClock(1_800_000_000))
         let past = Int64(SystemClock().now() * 1000) - 1
-        InvocationDeadline.withDeadline(milliseconds: past) {
+        _ = InvocationDeadline.withDeadline(milliseconds: past) {
             #expect(throws: TableError.self) { try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) }
         }
         #expect(client.requestCount == 1, "no retry after the deadline")

@@ -21,6 +21,38 @@ import Testing
         #expect(try JSONValue.parse(#""\ud83d\ude00""#) == .string("😀"))
     }
 
+    /// Strings are written by runs; each escape, at the start, middle and end of a run and next
+    /// to multi-byte UTF-8, must come out as the one-byte-at-a-time rule says, and parse back.
+    @Test func escapesEveryByteThatNeedsIt() throws {
+        func reference(_ text: String) -> String {
+            var output = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": output += "\\\""
+                case "\\": output += "\\\\"
+                case "\n": output += "\\n"
+                case "\r": output += "\\r"
+                case "\t": output += "\\t"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: output.unicodeScalars.append(scalar)
+                }
+            }
+            return output + "\""
+        }
+        let specials = (0..<0x20).map { String(UnicodeScalar(UInt8($0))) } + ["\"", "\\"]
+        var texts = ["", "plain", "é😀", #"{"a":"b\"c"}"#]
+        for special in specials {
+            texts += [special, special + special, "x" + special, special + "x", "é" + special + "😀", "ab" + special + "cd" + special]
+        }
+        for text in texts {
+            let written = JSONValue.string(text).serialized()
+            #expect(written == reference(text))
+            #expect(try JSONValue.parse(written) == .string(text))
+        }
+    }
+
     @Test func limitsNesting() {
         let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
         #expect(throws: JSONParseError.self) { try JSONValue.parse(deep) }

@@ -56,6 +56,15 @@ import Testing
         }
     }
 
+    @Test func theSizeBoundIsNeverBelowTheEncodedSize() {
+        var generator = SplitMix64(seed: 400)
+        let worst: Item = ["\u{1}": .s(String(repeating: "\u{0}", count: 50)), "ss": .ss(["\"", "\\"]),
+                           "l": .l([.null, .bool(false), .m([:]), .l([])])]
+        for item in (0..<300).map({ _ in Self.item(&generator) }) + [worst, [:]] {
+            #expect(DynamoJSON.encodedSizeBound(item) >= DynamoJSON.encodedBytes(item).count, "\(item)")
+        }
+    }
+
     @Test func anExportLineHoldsItsItemAlone() throws {
         var generator = SplitMix64(seed: 3)
         let item = Self.item(&generator)

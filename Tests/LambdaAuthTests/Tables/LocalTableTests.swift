@@ -41,6 +41,25 @@ import Glibc
         #expect(FileSystem.exists(root + "/store/items"), "checkpoints wrote item files")
     }
 
+    /// 400 KB of encoded item, whether the quick bound clears it (small items) or the item must
+    /// be encoded to tell (a string that would be over the limit were every byte escaped).
+    @Test func refusesItemsOverTheSizeLimit() throws {
+        try withStore { _, table in
+            func item(_ sortKey: String, _ text: String) -> Item {
+                var item = TableKey(pk: "USER#1", sk: sortKey).item
+                item["data"] = .s(text)
+                return item
+            }
+            try table.putItem(item("small", "x"))
+            try table.putItem(item("near", String(repeating: "x", count: 399 * 1024)))
+            #expect(try table.getItem(TableKey(pk: "USER#1", sk: "near"))?["data"]?.stringValue?.utf8.count == 399 * 1024)
+            for text in [String(repeating: "x", count: 401 * 1024), String(repeating: "\"", count: 201 * 1024)] {
+                #expect(throws: TableError.self) { try table.putItem(item("over", text)) }
+            }
+            #expect(try table.getItem(TableKey(pk: "USER#1", sk: "over")) == nil)
+        }
+    }
+
     @Test func itemsSurviveReopeningAndCheckpoints() throws {
         try withStore { directory, table in
             for index in 0..<400 {

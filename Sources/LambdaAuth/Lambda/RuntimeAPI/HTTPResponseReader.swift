@@ -168,7 +168,7 @@ struct HTTPResponseReader {
     private mutating func readBody(length: Int) throws(Failure) -> [UInt8] {
         while buffer.count - position < length {
             // Large bodies are read straight to their final size, not grown 64 KiB at a time.
-            let needed = position + length + HTTPResponseReader.receiveChunkBytes
+            let needed = position + length
             if buffer.capacity < needed { buffer.reserveCapacity(needed) }
             guard try fill() else {
                 throw .closed(receivedAny: true, detail: "the connection closed mid-body (\(buffer.count - position) of \(length) bytes)")

@@ -557,7 +557,7 @@ public final class LocalTable: Table, Sendable {
                 }
             }
         }
-        guard DynamoJSON.encodedBytes(item).count <= maximumItemSize else {
+        guard DynamoJSON.encodedSizeBound(item) <= maximumItemSize || DynamoJSON.encodedBytes(item).count <= maximumItemSize else {
             throw .invalidRequest("the item is larger than 400 KB")
         }
         return key
