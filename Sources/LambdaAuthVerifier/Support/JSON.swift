@@ -514,10 +514,7 @@ extension JSONValue {
                 case 0x0A: output.append(UInt8(ascii: "n"))
                 case 0x0D: output.append(UInt8(ascii: "r"))
                 case 0x09: output.append(UInt8(ascii: "t"))
-                default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    output.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                               hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                default: output.append(contentsOf: ("u00" + [byte].hexString).utf8)
                 }
             }
             output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
