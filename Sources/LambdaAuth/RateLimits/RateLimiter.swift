@@ -81,7 +81,9 @@ struct TableRateLimiter: RateLimiting {
             var item = itemKey.item
             item["slots"] = .m(Dictionary(uniqueKeysWithValues: slots.map { (String($0.key), AttributeValue.n($0.value)) }))
             item["version"] = .n((version ?? 0) + 1)
-            item["ttl"] = .n((current + limit.slotsBack + 1) * limit.slot + TableRateLimiter.lingering)
+            // A slot a process with a clock ahead of ours wrote counts until it too has left.
+            let newest = slots.keys.max() ?? current
+            item["ttl"] = .n((newest + limit.slotsBack + 1) * limit.slot + TableRateLimiter.lingering)
             do {
                 if let version {
                     try table.putItem(item, condition: "#version = :read",

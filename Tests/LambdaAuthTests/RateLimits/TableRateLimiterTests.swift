@@ -77,6 +77,21 @@ import Testing
         #expect(accepted.count >= 4 * 7, "the budget comes back as slots leave the window (\(accepted.count) accepted)")
     }
 
+    /// Processes whose clocks differ share one budget, and the counter lives until the slot the
+    /// process furthest ahead wrote has left every window.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aClockAheadStillCountsAndKeepsTheCounterAlive(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let table = try world.table(at: 0)
+        let limiter = TableRateLimiter(table: table)
+        let now = world.now - world.now % 300
+        #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now + 600) == nil, "a process ten minutes ahead")
+        #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now) == nil)
+        #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now)?.code == .rateLimited)
+        let counter = try #require(try table.getItem(TableRateLimiter.counterKey(Self.scope, key: "skewed")))
+        #expect(counter["ttl"] == .n(now + 600 + 300 + 3600 + TableRateLimiter.lingering))
+    }
+
     @Test func retryAfterIsWhenEnoughOldSlotsHaveLeft() {
         let limit = RateLimit(5)
         // Two events in slot 10, three in slot 12; at slot 14 the five fill the window.
