@@ -124,6 +124,7 @@ struct PlaceholderFiller {
         if head == "signingKey", words.count == 2 {
             return signingKeys.key(named: words[1]).pemRepresentation
         }
+        if head == "dataKey", words.count == 2 { return try dataKey(named: words[1]) }
         if head == "appleCode" || head == "appleNotification" {
             let options = try PlaceholderFiller.options(words.dropFirst())
             return head == "appleCode" ? try appleCode(options) : try appleNotification(options)
