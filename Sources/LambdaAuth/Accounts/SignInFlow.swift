@@ -160,6 +160,11 @@ struct SignInFlow: Sendable {
                 try deletion.finish(userID: userID, logger: logger)
                 return .userDeleted
             }
+            if user.profile.activeSessions[sessionID] != nil, let opened = try store.session(userID: userID, sessionID: sessionID) {
+                // An earlier attempt of this sign-in committed though its answer was lost (a
+                // transaction retried after a timeout): the session is open, with these tokens.
+                return .opened(SignInResult(user: user, isNewUser: false, session: opened, tokens: issued))
+            }
             if let joining {
                 if user.identities.contains(where: { $0.provider == joining.provider }) { return .userUnavailable }
                 user.identities.append(joining)

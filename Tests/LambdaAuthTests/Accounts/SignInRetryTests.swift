@@ -25,19 +25,24 @@ import Testing
         }
     }
 
-    /// Every transaction before the `losing`th loses on the identity's link, as a concurrent
-    /// first sign-in of another identity would make it (nothing written).
+    /// The first `losing` transactions lose on the identity's link, as a concurrent first
+    /// sign-in of the identity would make them; nothing is written, unless `committing`: then
+    /// each is written and only its answer says it lost (a retried request whose first try
+    /// committed).
     final class LosingTable: Table {
         let base: any Table
         let losses: Mutex<Int>
+        let committing: Bool
 
-        init(_ base: any Table, losing: Int) {
+        init(_ base: any Table, losing: Int, committing: Bool = false) {
             self.base = base
             losses = Mutex(losing)
+            self.committing = committing
         }
 
         func transactWrite(_ actions: [TransactWriteAction]) throws(TableError) {
             if losses.withLock({ left in defer { left -= 1 }; return left > 0 }) {
+                if committing { try base.transactWrite(actions) }
                 throw .transactionCanceled(reasons: actions.map { _ in .conditionalCheckFailed })
             }
             try base.transactWrite(actions)
@@ -73,11 +78,12 @@ import Testing
         func sleep(seconds: Double) { slept.withLock { $0.append(seconds) } }
     }
 
-    @Test func lostRacesNeverMintAgain() throws {
+    @Test(arguments: [false, true])
+    func lostRacesNeverMintAgain(committing: Bool) throws {
         let directory = TestSupport.temporaryDirectory("mint-once")
         defer { TestSupport.removeTree(directory) }
         let clock = FixedClock(Double(TestIssuer().now))
-        let table = LosingTable(LocalTable(directory: directory, clock: clock), losing: 4)
+        let table = LosingTable(LocalTable(directory: directory, clock: clock), losing: committing ? 1 : 4, committing: committing)
         let configuration = try AuthConfiguration.fromEnvironment(["AUTH_STORE": directory])
         let tokens = CountingTokens(try TokenService(configuration: configuration, table: table, clock: clock, random: SystemRandomSource()))
         let store = AccountStore(table: table, refreshTokenTTL: 3600)
@@ -86,8 +92,9 @@ import Testing
                               deletion: AccountDeletion(store: store, retry: retry), emailLinking: .verified, maxSessions: 5,
                               apple: AppleAccountTokens(settings: nil, http: CurlHTTPClient(), store: store, clock: clock))
         let result = try flow.signIn(SignInRequest(provider: .google, idToken: "mint-once", nonce: nil, device: [:]), logger: Logger(label: "test"))
-        #expect(result.isNewUser)
-        #expect(tokens.minted.withLock { $0 } == 1, "four lost races, one mint")
+        #expect(result.isNewUser != committing, "a creation whose answer was lost is found as a returning user")
+        #expect(tokens.minted.withLock { $0 } == 1, "lost races, one mint")
+        #expect(try store.user(result.user.profile.userID)?.profile.activeSessions.count == 1, "one session, whatever was retried")
         #expect(try store.linkedUserID(.google, "mint-once") == result.user.profile.userID)
         #expect(try store.refreshToken(presented: result.tokens.refreshToken).familyID == result.session.sessionID,
                 "the tokens answered are the session stored")
