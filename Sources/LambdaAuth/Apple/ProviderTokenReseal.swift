@@ -27,8 +27,9 @@ public enum ProviderTokenReseal {
             }
         }
         guard unopenable.isEmpty else {
-            throw AuthError(.configError, "\(DataKeys.variable) opens none of the keys of \(unopenable.count) stored value(s) "
-                            + "(users \(unopenable.sorted().joined(separator: ", "))); add the key that sealed them. Nothing was re-sealed")
+            let named = unopenable.sorted().prefix(10).joined(separator: ", ") + (unopenable.count > 10 ? ", …" : "")
+            throw AuthError(.configError, "\(DataKeys.variable) has no key that opens \(unopenable.count) stored value(s) "
+                            + "(users \(named)); list the key that sealed them. Nothing was re-sealed")
         }
         for (item, record, plaintext) in stale {
             var resealed = item

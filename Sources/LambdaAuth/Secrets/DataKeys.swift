@@ -7,7 +7,7 @@ public struct DataKeys: Sendable {
     /// In the operator's order: `keys[0]` seals.
     private let keys: [SymmetricKey]
 
-    public init(_ keys: [[UInt8]]) {
+    init(_ keys: [[UInt8]]) {
         precondition(!keys.isEmpty && keys.allSatisfy { $0.count == 32 }, "data keys are 32 bytes, at least one")
         self.keys = keys.map { SymmetricKey(data: $0) }
     }

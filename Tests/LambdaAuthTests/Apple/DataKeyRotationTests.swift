@@ -96,4 +96,24 @@ import Testing
         let logs = world.logs.joined(separator: "\n")
         #expect(!logs.contains(oldKey) && !logs.contains(newKey))
     }
+
+    /// The keys may come from AWS (AUTH_SECRETS), for authctl as for the handlers.
+    @Test func resealReadsTheKeysFromASecret() throws {
+        let apple = try AppleServerFixture()
+        let world = try FlowWorld(apple.environment, backend: .dynamoDB)
+        let code = apple.server.mintCode(subject: "000100.secret.1", clientID: TestIssuer.appleAudience)
+        let signedIn = world.run("signin", ["provider": "apple", "idToken": .string(world.appleToken(subject: "000100.secret.1")),
+                                            "authorizationCode": .string(code)])
+        let accessToken = try #require(signedIn.responseBody?["tokens"]?["accessToken"], "\(signedIn.stdoutText)")
+        let newKey = Base64.encoded(SystemRandomSource().bytes(32))
+        let secret = try SecretsStartupTests.store(JSONValue.object(["AUTH_DATA_KEYS": .string("\(newKey),\(Base64.encoded(apple.dataKey))")]).serialized(),
+                                                   in: .secretsManager)
+        var environment = world.environment.merging(SecretsStartupTests.environment(secrets: secret, endpoint: try MotoServer.shared().endpoint)) { $1 }
+        environment["AUTH_DATA_KEY"] = ""
+        let resealed = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: ["keys", "reseal"], environment: environment)
+        #expect(resealed.exitCode == 0 && resealed.stdoutText.contains("re-sealed 1,"), "\(resealed.stdoutText)\(resealed.stderrText)")
+        #expect(!resealed.stderrText.contains(newKey))
+        let deleted = world.run("delete-account", ["accessToken": accessToken], environment: ["AUTH_DATA_KEY": "", "AUTH_DATA_KEYS": newKey])
+        #expect(deleted.responseBody?["deleted"] == true, "the new key alone opens it: \(deleted.stdoutText)")
+    }
 }
