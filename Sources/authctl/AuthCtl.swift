@@ -72,12 +72,8 @@ struct AuthCtlContext {
     /// authctl issues no tokens, so it needs none of the handlers' secrets even with `dynamodb:`;
     /// those that `AUTH_SECRETS` holds are read as the handlers read them (`authctl jwks`).
     func configuration() throws -> AuthConfiguration {
-        try AuthConfiguration.fromEnvironment(resolvedEnvironment(), forHandlers: false)
-    }
-
-    /// The environment with the variables `AUTH_SECRETS` holds filled in.
-    func resolvedEnvironment() throws -> [String: String] {
-        try Startup.resolvedEnvironment(environment, logger: Logger.jsonLines(level: .warning))
+        let resolved = try Startup.resolvedEnvironment(environment, logger: Logger.jsonLines(level: .warning))
+        return try AuthConfiguration.fromEnvironment(resolved, forHandlers: false)
     }
 }
 

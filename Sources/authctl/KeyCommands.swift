@@ -27,9 +27,8 @@ struct KeyCommands: ParsableCommand {
             abstract: "Re-seal every stored value under the first key of AUTH_DATA_KEYS (README, \"Data-key rotation\").")
 
         func run() throws {
-            let resolved = try AuthCtlContext.current.resolvedEnvironment()
-            let configuration = try AuthConfiguration.fromEnvironment(resolved, forHandlers: false)
-            guard let keys = try DataKeys.fromEnvironment(resolved) else {
+            let configuration = try AuthCtlContext.current.configuration()
+            guard let keys = configuration.dataKeys else {
                 throw CommandFailure("\(DataKeys.variable) (or AUTH_DATA_KEY) is not set: there is no key to re-seal under")
             }
             let outcome = try ProviderTokenReseal.run(table: makeTable(configuration, clock: configuration.clock), keys: keys)

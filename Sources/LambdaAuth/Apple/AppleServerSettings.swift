@@ -17,7 +17,7 @@ public struct AppleServerSettings: Sendable {
 
     /// nil when none of the three is set (the back channel is off). Some but not all of them is a
     /// CONFIG_ERROR naming what is missing; no message ever quotes a value.
-    static func fromEnvironment(_ reader: EnvironmentReader) throws(AuthError) -> AppleServerSettings? {
+    static func fromEnvironment(_ reader: EnvironmentReader, dataKeys: DataKeys?) throws(AuthError) -> AppleServerSettings? {
         let teamID = reader.string("AUTH_APPLE_TEAM_ID")
         let keyID = reader.string("AUTH_APPLE_KEY_ID")
         var pem = reader.string("AUTH_APPLE_PRIVATE_KEY")
@@ -33,7 +33,6 @@ public struct AppleServerSettings: Sendable {
         // Checked even with the back channel off: an invalid value is never silently ignored.
         let tokenURL = try reader.secureURL("AUTH_APPLE_TOKEN_URL")
         let revokeURL = try reader.secureURL("AUTH_APPLE_REVOKE_URL")
-        let dataKeys = try DataKeys.fromEnvironment(reader.environment)
         guard teamID != nil || keyID != nil || pem != nil else { return nil }
         guard let teamID else { throw AuthConfiguration.configError("AUTH_APPLE_TEAM_ID", "is required with AUTH_APPLE_KEY_ID and AUTH_APPLE_PRIVATE_KEY") }
         guard let keyID else { throw AuthConfiguration.configError("AUTH_APPLE_KEY_ID", "is required with AUTH_APPLE_TEAM_ID and AUTH_APPLE_PRIVATE_KEY") }

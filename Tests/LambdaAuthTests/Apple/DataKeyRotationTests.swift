@@ -19,6 +19,9 @@ import Testing
         let older = try DataKeys([second]).seal("old")
         #expect(both.opened(older).map { [$0.plaintext: $0.isUnderFirstKey] } == ["old": false], "every key opens")
         #expect(try DataKeys.fromEnvironment([:]) == nil)
+        let withoutApple = try AuthConfiguration.fromEnvironment(["AUTH_DATA_KEYS": Base64.encoded(first)])
+        #expect(withoutApple.appleServer == nil && withoutApple.dataKeys?.open(sealed, context: Array("ctx".utf8)) == "secret",
+                "the keys are there for whatever else seals at rest, with Apple's back channel off")
         #expect(try DataKeys.fromEnvironment(["AUTH_DATA_KEY": Base64.encoded(first)])?.open(sealed, context: Array("ctx".utf8)) == "secret")
 
         for (environment, named) in [
