@@ -69,12 +69,14 @@ import Testing
 
         // The old key dropped too early: refused, named, and nothing changes.
         let stored = try world.allItems(at: 0)
+        let files = world.storeSnapshot()
         let refused = deleteAccount(before[0].accessToken, newOnly)
         #expect(refused.errorCode == "CONFIG_ERROR" && refused.responseBody?["error"]?["message"]?.stringValue?.contains("AUTH_DATA_KEYS") == true,
                 "\(refused.stdoutText)")
         let refusedReseal = try reseal(newOnly)
         #expect(refusedReseal.exitCode != 0 && refusedReseal.stderrText.contains("AUTH_DATA_KEYS"), "\(refusedReseal.stderrText)")
         #expect(try world.allItems(at: 0) == stored, "the store is unchanged")
+        #expect(world.storeSnapshot() == files, "the local store's files are byte-identical (empty on DynamoDB)")
         #expect(apple.server.revocations.isEmpty)
 
         // Rotated: an old user is deleted before any re-sealing, a new one is sealed under the new key.
