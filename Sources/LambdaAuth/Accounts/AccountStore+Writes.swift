@@ -156,7 +156,7 @@ extension AccountStore {
     /// (its user copy is a guest's, exact by its version): the profile's and the session's `ttl`
     /// move forward to it.
     func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64,
-                now: Int64) throws(AuthError) -> RotationOutcome {
+                now: Int64, activeAtMilliseconds: Int64) throws(AuthError) -> RotationOutcome {
         let guestExpiresAt = new.guestExpiresAt
         var plan = TransactionPlan<RotationStep>()
         if old.status == .active {
@@ -171,7 +171,7 @@ extension AccountStore {
         }
         plan.add([.put(new.item)])
         var profileNames = ["#sid": old.familyID, "#version": "version"]
-        var profileValues: [String: AttributeValue] = [":now": .n(now), ":version": .n(userVersion)]
+        var profileValues: [String: AttributeValue] = [":now": .n(activeAtMilliseconds), ":version": .n(userVersion)]
         var profileUpdate = "SET activeSessions.#sid = :now"
         if let guestExpiresAt {
             profileUpdate += ", #ttl = :guestExpiry"

@@ -41,7 +41,7 @@ struct GuestSignInFlow: Sendable {
         profile.identityCount = 0
         profile.isGuest = true
         profile.guestExpiresAt = expiresAt
-        profile.activeSessions[sessionID] = now
+        profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [])
         var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, now: now)

@@ -93,7 +93,7 @@ extension SignOutScope {
 extension SessionSummary {
     var json: JSONValue {
         ["id": .string(session.sessionID), "device": .object(session.device.mapValues(JSONValue.string)),
-         "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(lastActiveAt)),
+         "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(lastActiveAtMilliseconds / 1000)),
          "current": .bool(current)]
     }
 }

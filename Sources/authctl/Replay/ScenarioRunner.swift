@@ -13,7 +13,8 @@ import LambdaAuthTooling
 /// ```
 /// `"appleServer": true` starts the dev Apple server for the scenario (placeholders
 /// `{{appleCode …}}`, `{{appleNotification …}}`; `expect.appleRevocations`: how many tokens it has
-/// revoked by the end of the step).
+/// revoked by the end of the step; `{{dataKey NAME}}`: a data key made for the run, and a
+/// scenario that sets `AUTH_DATA_KEYS` replaces the back channel's own `AUTH_DATA_KEY`).
 /// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
 /// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders, and
 /// `{{emailCode ADDRESS}}` (`{{wrongEmailCode ADDRESS}}`): the newest code sent to ADDRESS (any
@@ -140,6 +141,7 @@ struct ScenarioRunner {
             var variables = baseEnvironment.merging(scenarioVariables) { $1 }
             variables.merge(storeEnvironment) { $1 }
             if scenarioVariables["AUTH_SIGNING_KEYS"] != nil { variables["AUTH_SIGNING_KEY"] = nil }
+            if scenarioVariables["AUTH_DATA_KEYS"] != nil { variables["AUTH_DATA_KEY"] = nil }
             variables["AUTH_EMAIL_SENDER"] = "outbox:" + world + "/outbox"
             variables["AUTH_TEST_MODE"] = "1"
             variables["AUTH_NOW"] = String(clock)

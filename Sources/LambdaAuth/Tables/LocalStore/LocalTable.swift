@@ -290,10 +290,16 @@ public final class LocalTable: Table, Sendable {
     /// (another process may have done it since). Returns whether it checkpointed.
     @discardableResult
     public func checkpointIfDue() throws(TableError) -> Bool {
-        try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog) }
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog, force: false) }
     }
 
-    private func checkpointIfDue(_ cachedLog: inout WriteAheadLog.State?) throws(TableError) -> Bool {
+    /// A checkpoint whatever the log's size: the log's records of deleted items (and of what they
+    /// held before) go, and the files of partitions left empty are removed, names and all.
+    public func eraseDeletedItems() throws(TableError) {
+        _ = try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog, force: true) }
+    }
+
+    private func checkpointIfDue(_ cachedLog: inout WriteAheadLog.State?, force: Bool) throws(TableError) -> Bool {
         guard let lock = try StoreLock.acquire(layout, exclusive: true, creating: false) else { return false }
         defer { lock.release() }
         let descriptor = open(layout.walPath, O_RDWR | O_CLOEXEC)
@@ -304,7 +310,7 @@ public final class LocalTable: Table, Sendable {
         defer { close(descriptor) }
         var log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
         cachedLog = log
-        guard log.validEnd > checkpointThreshold else { return false }
+        guard log.validEnd > (force ? WriteAheadLog.headerSize : checkpointThreshold) else { return false }
         do {
             try checkpoint(descriptor, &log, now: clock.now())
             cachedLog = log
