@@ -42,6 +42,9 @@ public struct InvocationResponse: Sendable {
     /// HTTP headers that replace or join the defaults (`cache-control: no-store`), lowercase
     /// names; HTTP events only (a direct invocation's response is the body itself).
     public var headers: [String: String]
+    /// The request's security event when the handler knows it better than its answer tells
+    /// (`SecurityEvent.of`): a link that upgraded a guest, the user a sign-out acted for.
+    public var event: SecurityEvent?
 
     public init(status: Int = 200, body: JSONValue, headers: [String: String] = [:]) {
         self.status = status
