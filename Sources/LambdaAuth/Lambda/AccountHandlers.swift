@@ -80,7 +80,12 @@ public struct LinkProviderHandler: RequestHandler {
         case .unlink:
             user = try flow.unlink(provider, for: caller, logger: context.logger)
         }
-        return InvocationResponse(body: ["user": user.json])
+        var response = InvocationResponse(body: ["user": user.json])
+        // The caller's session is the one acted through; a guest's first identity makes it a user.
+        let upgraded = action == .link && caller.user.profile.isGuest && !user.profile.isGuest
+        response.event = SecurityEvent(upgraded ? "guest_upgraded" : action == .link ? "identity_linked" : "identity_unlinked",
+                                       fields: ["userId": caller.userID, "sessionId": caller.sessionID])
+        return response
     }
 
     /// POST links (or unlinks with `"action": "unlink"`, for direct invocations); DELETE unlinks.

@@ -99,6 +99,19 @@ import Testing
         }
     }
 
+    @Test func aGuestsFirstIdentityIsAnUpgradeAndTheSecondALink() throws {
+        let world = FlowWorld(["AUTH_GUEST": "on"])
+        let guest = try #require(world.run("signin", ["provider": "guest"]).responseBody)
+        let accessToken = try #require(guest["tokens"]?["accessToken"]?.stringValue)
+        let sessionID = try #require(guest["session"]?["id"]?.stringValue)
+        let upgraded = Self.event(world.run("link-provider", ["provider": "google", "idToken": .string(world.googleToken(subject: "upgraded")),
+                                                              "accessToken": .string(accessToken)]))
+        #expect(upgraded["event"] == "guest_upgraded" && upgraded["userId"] == guest["user"]?["id"] && upgraded["sessionId"] == .string(sessionID))
+        let linked = Self.event(world.run("link-provider", ["provider": "apple", "idToken": .string(world.appleToken(subject: "000123.upgraded")),
+                                                            "accessToken": .string(accessToken)]))
+        #expect(linked["event"] == "identity_linked" && linked["provider"] == "apple")
+    }
+
     @Test func theEventOfAnAnswerIsDerivedFromItsHandlerAndOutcome() {
         let request = InvocationRequest(kind: .direct, body: ["provider": "a secret pasted here", "action": "unlink"])
         let ok = InvocationResponse(body: ["user": ["id": "u-1"]])
