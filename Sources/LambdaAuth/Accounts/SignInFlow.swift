@@ -104,8 +104,9 @@ struct SignInFlow: Sendable {
     func createUser(_ identity: VerifiedIdentity, request: SignInRequest, claimEmail: Bool, logger: Logger) throws(AuthError) -> Creation {
         let userID = newIdentifier(random)
         let sessionID = newIdentifier(random)
-        let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
+        let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
+        let refresh = RefreshTokenCredential(userID: userID, family: family, random: random)
+        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
         let now = clock.nowSeconds
         let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
         var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
@@ -113,10 +114,11 @@ struct SignInFlow: Sendable {
         profile.activeSessions[sessionID] = now
         profile.version = 1
         let user = UserView(profile: profile, identities: [linked])
-        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
+        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+        let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        issued.refreshTokenLifetime = refreshToken.expiresAt - now
         let account = AccountStore.NewAccount(
-            user: user, identity: linked, emailClaim: claimEmail ? identity.email : nil, session: session,
-            refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now))
+            user: user, identity: linked, emailClaim: claimEmail ? identity.email : nil, session: session, refreshToken: refreshToken)
         switch try store.create(account) {
         case .created:
             logger.info("created a user", metadata: ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
@@ -143,8 +145,9 @@ struct SignInFlow: Sendable {
     func openSession(userID: String, identity: VerifiedIdentity, request: SignInRequest, joining: LinkedIdentity?,
                      logger: Logger) throws(AuthError) -> SessionOpening {
         let sessionID = newIdentifier(random)
-        let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
+        let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
+        let refresh = RefreshTokenCredential(userID: userID, family: family, random: random)
+        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
         return try retry.run("session opening") { () throws(AuthError) -> SessionOpening? in
             let now = clock.nowSeconds
             guard var user = try store.user(userID) else { return .userUnavailable }
@@ -168,10 +171,11 @@ struct SignInFlow: Sendable {
             let evictedTokens = evicted.isEmpty ? [] : try store.unrevokedRefreshTokenKeys(of: userID, families: Set(evicted))
             user.profile.activeSessions[sessionID] = now
             user.profile.version = readVersion + 1
-            let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
+            let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+            let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+            issued.refreshTokenLifetime = refreshToken.expiresAt - now
             let opening = AccountStore.SessionOpening(
-                user: user, readVersion: readVersion, joining: joining, session: session,
-                refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now),
+                user: user, readVersion: readVersion, joining: joining, session: session, refreshToken: refreshToken,
                 evicted: evicted, evictedTokens: evictedTokens)
             switch try store.open(opening, now: now) {
             case .opened(let revokedEveryEvictedToken):
