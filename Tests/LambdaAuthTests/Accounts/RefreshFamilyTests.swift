@@ -105,6 +105,19 @@ import Testing
         }
     }
 
+    /// A guest's token never promises more than the guest has left (AUTH_GUEST_TTL past its last
+    /// sign-in or refresh), even with a longer AUTH_REFRESH_TOKEN_TTL.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aGuestsTokenPromisesNoMoreThanTheGuestHasLeft(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(["AUTH_GUEST": "on", "AUTH_GUEST_TTL": "3600"], backend: backend)
+        let output = world.run("signin", ["provider": "guest"])
+        let signedIn = try #require(output.responseBody, "\(output.stdoutText)")
+        #expect(signedIn["tokens"]?["refreshTokenExpiresIn"] == 3600, "\(signedIn)")
+        world.advanceClock(by: 1800)
+        let answer = try Self.refresh(world, try #require(signedIn["tokens"]?["refreshToken"]?.stringValue))
+        #expect(answer == .token(try #require(answer.token), expiresIn: 3600), "the guest's life moved forward with the refresh")
+    }
+
     /// The grace period's edge: the replaced token at exactly AUTH_REFRESH_GRACE seconds is a
     /// retry; a second later it is reuse.
     @Test(arguments: FlowWorld.Backend.allCases)
