@@ -105,7 +105,8 @@ public final class AuthServices: Sendable {
 
     var deleteAccount: DeleteAccountFlow {
         DeleteAccountFlow(callerCheck: callerCheck,
-                          reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow),
+                          reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow,
+                                                             clockSkew: configuration.clockSkew),
                           store: store, deletion: deletion, clock: clock, retry: retry, apple: apple)
     }
 
