@@ -96,8 +96,13 @@ extension AccountStore {
     func dropGuestExpiry(of userID: String, now: Int64) {
         guard let sessions = try? self.sessions(of: userID), let tokens = try? refreshTokens(of: userID) else { return }
         var updates: [(TableKey, Int64)] = []
+        // A session lives as long as its live token can refresh (a family of an earlier release:
+        // a full user's inactivity limit, within AUTH_SESSION_MAX_AGE).
+        var liveTokenExpiry: [String: Int64] = [:]
+        for token in tokens where token.status == .active { liveTokenExpiry[token.familyID] = max(liveTokenExpiry[token.familyID] ?? 0, token.expiresAt) }
         for session in sessions where session.status == .active {
-            updates.append((Keys.session(userID, session.sessionID), max(session.lastActiveAt, now) + refreshTokenTTL))
+            let fallback = min(max(session.lastActiveAt, now) + refreshTokenTTL, sessionEnd(createdAt: session.createdAt) ?? .max)
+            updates.append((Keys.session(userID, session.sessionID), liveTokenExpiry[session.sessionID] ?? fallback))
         }
         for token in tokens where token.status == .active {
             updates.append((token.key, token.expiresAt + RefreshTokenRecord.expiredVisibility))

@@ -37,6 +37,25 @@ import Testing
         #expect(family.allSatisfy { $0["familyId"]?.stringValue == sessionID })
     }
 
+    /// Eight processes presenting a token two generations old at once: every answer is reuse
+    /// or (once one of them revoked the family) revoked, and the family's live token is dead.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func eightSimultaneousRefreshesOfAnOldTokenKillTheFamily(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let first = try #require(world.signIn(token: world.googleToken(subject: "race-old"))["tokens"]?["refreshToken"])
+        let second = try #require(world.run("refresh", ["refreshToken": first]).responseBody?["tokens"]?["refreshToken"])
+        let live = try #require(world.run("refresh", ["refreshToken": second]).responseBody?["tokens"]?["refreshToken"])
+
+        let processes = try (0..<8).map { _ in try world.start("refresh") }
+        let event = JSONValue.object(["refreshToken": first]).serializedBytes()
+        let outputs = runSimultaneously(8) { processes[$0].finish(stdin: event) }
+        outputs.forEach(world.record)
+        let codes = outputs.map { $0.errorCode ?? "answered: \($0.stdoutText)" }
+        #expect(codes.allSatisfy { $0 == "REFRESH_TOKEN_REUSED" || $0 == "REFRESH_TOKEN_REVOKED" }, "\(codes)")
+        #expect(codes.contains("REFRESH_TOKEN_REUSED"))
+        #expect(world.run("refresh", ["refreshToken": live]).errorCode == "REFRESH_TOKEN_REVOKED")
+    }
+
     @Test(arguments: FlowWorld.Backend.allCases)
     func sixteenSimultaneousFirstSignInsCreateOneUser(backend: FlowWorld.Backend) throws {
         let world = try FlowWorld(backend: backend)
