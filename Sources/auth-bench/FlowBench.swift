@@ -38,6 +38,11 @@ enum FlowBench {
         }
     }
 
+    /// One key of each algorithm for the whole run (PEM), made once: RSA generation takes a while.
+    static let benchSigningKeys: [JWSAlgorithm: String] = [
+        .es256: AccessTokenKey.generate(.es256).pemRepresentation, .rs256: AccessTokenKey.generate(.rs256).pemRepresentation,
+    ]
+
     /// A world on the local store, or on another backend when `overrides` say so (AUTH_STORE, …).
     static func makeWorld(_ overrides: [String: String] = [:]) -> World {
         let directory = try! FileSystem.makeTemporaryDirectory(prefix: "lambda-auth-flow-bench")
@@ -52,6 +57,9 @@ enum FlowBench {
             "AUTH_EMAIL": "on", "AUTH_EMAIL_SENDER": "outbox:" + directory + "/outbox", "AUTH_OTP_RATE": "1000",
             // Required on DynamoDB (the local store would keep a dev key itself).
             "AUTH_OTP_KEY": "YmVuY2gtb3RwLWtleS0wMTIzNDU2Nzg5YWJjZGVmMDE=",
+            // ES256, so that every row keeps measuring what it measured before RS256; the signing
+            // section sets each algorithm itself and names it in its rows.
+            "AUTH_SIGNING_KEYS": benchSigningKeys[.es256]!,
         ]
         environment.merge(overrides) { $1 }
         return World(directory: directory, environment: environment, identityProvider: provider)

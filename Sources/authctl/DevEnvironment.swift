@@ -74,8 +74,9 @@ struct DevEnvironment {
 
 /// `{{idToken PROVIDER key=value ...}}` placeholders: minted by the dev identity provider at
 /// the given clock. Keys: sub, email, emailVerified, privateEmail, name, picture, aud, nonce,
-/// expiresIn, iat, iss, kid. `{{signingKey NAME}}`: the PEM of an access-token key made for this
-/// run under that name (the same key wherever the name appears), for rotation scenarios.
+/// expiresIn, iat, iss, kid. `{{signingKey NAME [alg=RS256|ES256]}}`: the PEM of an access-token
+/// key made for this run under that name (the same key wherever the name appears; RSA unless its
+/// first appearance says ES256), for rotation scenarios.
 struct PlaceholderFiller {
     let environment: DevEnvironment
     let now: Int64
@@ -121,8 +122,16 @@ struct PlaceholderFiller {
             }
             return value
         }
-        if head == "signingKey", words.count == 2 {
-            return signingKeys.key(named: words[1]).pemRepresentation
+        if head == "signingKey", words.count == 2 || words.count == 3 {
+            var algorithm = JWSAlgorithm.rs256
+            if words.count == 3 {
+                let options = try PlaceholderFiller.options(words.dropFirst(2))
+                guard let name = options["alg"], let chosen = JWSAlgorithm(rawValue: name), options.count == 1 else {
+                    throw CommandFailure("{{signingKey NAME alg=RS256|ES256}}: unknown option in {{\(placeholder)}}")
+                }
+                algorithm = chosen
+            }
+            return signingKeys.key(named: words[1], algorithm: algorithm).pemRepresentation
         }
         if head == "appleCode" || head == "appleNotification" {
             let options = try PlaceholderFiller.options(words.dropFirst())
@@ -137,7 +146,7 @@ struct PlaceholderFiller {
             return head == "emailCode" ? code : (code == "000000" ? "000001" : "000000")
         }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME}} or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME [alg=RS256|ES256]}} or {{$name}}")
         }
         let provider = try ProviderName.parse(words[1])
         let options = try PlaceholderFiller.options(words.dropFirst(2))
@@ -178,10 +187,11 @@ struct PlaceholderFiller {
 final class NamedSigningKeys: Sendable {
     private let keys = Mutex<[String: AccessTokenKey]>([:])
 
-    func key(named name: String) -> AccessTokenKey {
+    /// The key first made for `name` (RSA unless the first use asked for another algorithm).
+    func key(named name: String, algorithm: JWSAlgorithm = .rs256) -> AccessTokenKey {
         keys.withLock { keys in
             if let key = keys[name] { return key }
-            let key = AccessTokenKey.generate()
+            let key = AccessTokenKey.generate(algorithm)
             keys[name] = key
             return key
         }

@@ -9,15 +9,36 @@ struct KeyCommands: ParsableCommand {
         subcommands: [Generate.self]
     )
 
+    /// The algorithms an access-token key may sign, by the key type that signs each.
+    enum Algorithm: String, CaseIterable, ExpressibleByArgument {
+        case RS256, ES256
+
+        var jws: JWSAlgorithm {
+            switch self {
+            case .RS256: return .rs256
+            case .ES256: return .es256
+            }
+        }
+    }
+
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a new PEM EC P-256 private key (its kid goes to stderr), to add to AUTH_SIGNING_KEYS."
+            abstract: "Print a new PEM private key (its kid goes to stderr), to add to AUTH_SIGNING_KEYS.",
+            discussion: """
+                RS256 (the default) prints an RSA key of 2048 bits: the only kind API Gateway's JWT \
+                authorizer verifies, and what Infra/template.yaml requires (AUTH_SIGNING_ALGORITHM). \
+                ES256 prints a P-256 key, for deployments whose resource servers verify tokens \
+                themselves (shorter tokens, faster signing).
+                """
         )
 
+        @Option(name: .customLong("alg"), help: "RS256 or ES256.")
+        var algorithm: Algorithm = .RS256
+
         func run() throws {
-            let key = AccessTokenKey.generate()
+            let key = AccessTokenKey.generate(algorithm.jws)
             print(key.pemRepresentation)
-            standardError("kid \(key.keyID)")
+            standardError("kid \(key.keyID) (\(key.algorithm.rawValue))")
         }
     }
 }

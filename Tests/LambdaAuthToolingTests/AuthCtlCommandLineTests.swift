@@ -33,8 +33,14 @@ import Testing
         let generated = try authctl("keys", "generate")
         #expect(generated.exitCode == 0)
         let fresh = try AccessTokenKeySet.parse(pem: generated.stdoutText, variable: "stdout")
-        #expect(fresh.keys.count == 1 && generated.stderrText == "kid \(fresh.signing.keyID)\n")
-        let signing = AccessTokenKey.generate()
+        #expect(fresh.keys.count == 1 && generated.stderrText == "kid \(fresh.signing.keyID) (RS256)\n")
+        #expect(fresh.signing.algorithm == .rs256, "RS256 by default: what API Gateway's authorizer verifies")
+        let elliptic = try authctl("keys", "generate", "--alg", "ES256")
+        let ellipticKey = try AccessTokenKeySet.parse(pem: elliptic.stdoutText, variable: "stdout").signing
+        #expect(ellipticKey.algorithm == .es256 && elliptic.stderrText == "kid \(ellipticKey.keyID) (ES256)\n")
+        let unknown = try authctl("keys", "generate", "--alg", "HS256")
+        #expect(unknown.exitCode != 0 && unknown.stderrText.contains("RS256"), "\(unknown.stderrText)")
+        let signing = AccessTokenKey.generate(.es256)
         let jwks = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: ["jwks"], environment: [
             "AUTH_STORE": store, "AUTH_SIGNING_KEYS": signing.pemRepresentation + "\n" + generated.stdoutText])
         #expect(jwks.exitCode == 0)

@@ -6,7 +6,8 @@
 #   package: zip/unzip, advzip, binutils (strip, objdump, readelf) and a C compiler for the zips
 #            and their checks.
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
-#            independent peers (cryptography, joserfc, botocore, moto[server]) and cfn-lint.
+#            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server]) and cfn-lint
+#            with the SAM translator.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
 set -euo pipefail
@@ -94,6 +95,10 @@ test)
     python_has botocore || pip_install botocore
     { python_has moto.server && python_has flask_cors; } || pip_install 'moto[server]'
     python_has cfnlint.runner || pip_install cfn-lint
+    # PyJWT: a third-party verifier of our access tokens (PyJWKClient fetching the JWKS); and the
+    # SAM translator (cfn-lint brings it) that turns Infra/template.yaml into what CloudFormation deploys.
+    python_has jwt || pip_install 'PyJWT[crypto]'
+    python_has samtranslator.translator.transform || pip_install aws-sam-translator
     ;;
 *)
     fail "usage: prerequisites.sh demo|package|test"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent resource server for AccessTokenPeerTests: fetches our JWKS the way API Gateway
 would deliver the request (an HTTP API event run through the `well-known` executable), then
-verifies access tokens with joserfc (on `cryptography`), checking iss, aud and exp.
+verifies access tokens with joserfc (on `cryptography`), RS256 or ES256, checking iss, aud and exp.
 
 Usage: verify_access_tokens.py WELL_KNOWN_EXECUTABLE INPUT.json
 INPUT: {"issuer": "...", "audience": "...", "now": 1700000000, "tokens": ["...", ...]}
@@ -16,20 +16,11 @@ import sys
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
-
-def http_api_event(path):
-    return {
-        "version": "2.0", "routeKey": "GET " + path, "rawPath": path, "rawQueryString": "",
-        "headers": {"accept": "application/json"},
-        "requestContext": {"http": {"method": "GET", "path": path, "protocol": "HTTP/1.1",
-                                    "sourceIp": "203.0.113.7", "userAgent": "joserfc-peer"},
-                           "requestId": "peer", "stage": "$default"},
-        "isBase64Encoded": False,
-    }
+from well_known_events import http_api_event
 
 
 def fetch(executable, path):
-    completed = subprocess.run([executable], input=json.dumps(http_api_event(path)).encode(),
+    completed = subprocess.run([executable], input=json.dumps(http_api_event(path, "joserfc-peer")).encode(),
                                capture_output=True, timeout=60)
     if completed.returncode != 0:
         sys.exit(f"{executable} exited {completed.returncode}: {completed.stderr.decode()[-2000:]}")
@@ -58,7 +49,7 @@ def main():
     results = []
     for token in request["tokens"]:
         try:
-            decoded = jwt.decode(token, key_set, algorithms=["ES256"])
+            decoded = jwt.decode(token, key_set, algorithms=["RS256", "ES256"])
             registry.validate(decoded.claims)
             results.append({"valid": True, "sub": decoded.claims["sub"], "kid": decoded.header.get("kid")})
         except Exception as error:  # noqa: BLE001: any failure is a refusal, reported by name

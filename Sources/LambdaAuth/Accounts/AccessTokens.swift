@@ -1,34 +1,49 @@
 import Crypto
 
-/// The ES256 key that signs our access tokens, with its `kid` (the RFC 7638 JWK thumbprint, so
-/// the same key always has the same id wherever it is loaded).
+/// A key that signs our access tokens, with its `kid` (the RFC 7638 JWK thumbprint, so the same
+/// key always has the same id wherever it is loaded). Its type decides the algorithm: an RSA key
+/// signs RS256, which API Gateway's JWT authorizer requires; a P-256 key ES256 (contract section 13).
 public struct AccessTokenKey: Sendable {
-    public let privateKey: P256.Signing.PrivateKey
+    public let signingKey: JWSSigningKey
     public let keyID: String
     /// Derived once: every caller check verifies against it.
     let verificationKey: JSONWebKey
 
+    public init(_ signingKey: JWSSigningKey) {
+        self.signingKey = signingKey
+        let material = signingKey.publicMaterial
+        self.keyID = material.thumbprint
+        self.verificationKey = JSONWebKey(keyID: keyID, material: material)
+    }
+
     public init(privateKey: P256.Signing.PrivateKey) {
-        self.privateKey = privateKey
-        self.keyID = JSONWebKey.Material.p256(privateKey.publicKey).thumbprint
-        self.verificationKey = JSONWebKey(keyID: keyID, material: .p256(privateKey.publicKey))
+        self.init(.p256(privateKey))
     }
 
-    /// A new random key, for test and replay environments that must configure one.
-    public static func generate() -> AccessTokenKey {
-        AccessTokenKey(privateKey: P256.Signing.PrivateKey())
+    public var algorithm: JWSAlgorithm { signingKey.algorithm }
+
+    /// A new random key (RSA: 2048 bits), for `authctl keys generate` and for test and replay
+    /// environments that must configure one.
+    public static func generate(_ algorithm: JWSAlgorithm = .rs256) -> AccessTokenKey {
+        do {
+            return AccessTokenKey(try JWSSigningKey.generate(algorithm))
+        } catch {
+            // BoringSSL's RSA key generation fails only when the system has no entropy to give.
+            fatalError("could not generate an \(algorithm.rawValue) key: \(error)")
+        }
     }
 
-    /// The PEM text `AUTH_SIGNING_KEY` takes.
-    public var pemRepresentation: String { privateKey.pemRepresentation }
+    /// The PEM text `AUTH_SIGNING_KEYS` takes.
+    public var pemRepresentation: String { signingKey.pemRepresentation }
 
-    /// The public JWK a resource server verifies our access tokens with.
+    /// The public JWK a resource server verifies our access tokens with (`kid`, `alg`, `use`).
     public var publicJWK: JSONValue { verificationKey.publicJWK }
 
     public var jwks: JSONValue { ["keys": [publicJWK]] }
 }
 
-/// Issues and verifies our access tokens: JWT, ES256, claims iss, aud, sub, sid, iat, exp, jti.
+/// Issues and verifies our access tokens: JWT, RS256 or ES256 by the signing key, claims iss, aud,
+/// sub, sid, iat, exp, jti.
 /// The first key of the set signs; a token verifies under whichever key its `kid` names, as long
 /// as that key is still in the set.
 public struct AccessTokenIssuer: Sendable {
@@ -61,9 +76,9 @@ public struct AccessTokenIssuer: Sendable {
         ]
         if anonymous { claims["is_anonymous"] = true }
         do {
-            return try JWSSigner.signES256(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.privateKey)
+            return try JWSSigner.sign(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.signingKey)
         } catch {
-            throw AuthError(.internal, "internal error", detail: "ES256 signing failed: \(error)")
+            throw AuthError(.internal, "internal error", detail: "\(key.algorithm.rawValue) signing failed: \(error)")
         }
     }
 

@@ -10,23 +10,33 @@ import Logging
 /// store byte-identical, so only issuing paths call `loadOrCreate`.
 enum DevSecrets {
     static let partition = "DEV#SECRETS"
-    static let signingKeyKey = TableKey(pk: partition, sk: "ACCESS_TOKEN_SIGNING_KEY")
+    /// The dev key signs RS256, as the template's keys do, so that tokens of `make demo` and
+    /// `authctl serve` pass API Gateway's rules too.
+    static let signingKeyKey = TableKey(pk: partition, sk: "ACCESS_TOKEN_SIGNING_KEY_RS256")
+    /// The ES256 dev key of stores made before RS256: still published and accepted (a rotation
+    /// that needs no one's help), never signing.
+    static let legacySigningKeyKey = TableKey(pk: partition, sk: "ACCESS_TOKEN_SIGNING_KEY")
     static let credentialsSecretKey = TableKey(pk: partition, sk: "CREDENTIALS_SECRET")
     static let oneTimeCodeKeyKey = TableKey(pk: partition, sk: "OTP_KEY")
 
-    static func signingKey(in table: any Table, create: Bool, now: Int64, logger: Logger) throws(AuthError) -> AccessTokenKey? {
+    /// The dev keys, the signing one first; nil when there is none yet and `create` is false.
+    static func signingKeys(in table: any Table, create: Bool, now: Int64, logger: Logger) throws(AuthError) -> AccessTokenKeySet? {
         let value = try load(signingKeyKey, attribute: "pem", in: table, create: create, now: now) {
-            P256.Signing.PrivateKey().pemRepresentation
+            AccessTokenKey.generate(.rs256).pemRepresentation
         }
-        guard let value else { return nil }
-        if value.created {
+        if value?.created == true {
             logger.warning("created a development access-token signing key inside the local store; set AUTH_SIGNING_KEYS (or AUTH_SIGNING_KEYS_FILE) in production")
         }
-        do {
-            return AccessTokenKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: value.text))
-        } catch {
-            throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the stored development signing key is damaged")
+        let legacy = try table.read(legacySigningKeyKey)?["pem"]?.stringValue
+        var keys: [AccessTokenKey] = []
+        for pem in [value?.text, legacy].compactMap({ $0 }) {
+            do {
+                keys.append(AccessTokenKey(try JWSSigningKey(pem: pem)))
+            } catch {
+                throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the stored development signing key is damaged")
+            }
         }
+        return keys.isEmpty ? nil : AccessTokenKeySet(keys)
     }
 
     static func credentialsSecret(in table: any Table, create: Bool, now: Int64, random: any RandomSource,

@@ -9,8 +9,9 @@ enum Keys {
     static func userIdentity(_ userID: String, _ provider: ProviderName) -> TableKey {
         TableKey(pk: user(userID), sk: "IDENTITY#\(provider.rawValue)")
     }
-    static func email(_ address: String) -> TableKey {
-        TableKey(pk: "EMAIL#\(address.lowercased())", sk: "USER")
+    /// `key` is an `EmailKey`: the caller decides whether the address may be keyed at all.
+    static func email(_ key: String) -> TableKey {
+        TableKey(pk: "EMAIL#\(key)", sk: "USER")
     }
     static func profileKey(_ userID: String) -> TableKey { TableKey(pk: user(userID), sk: profile) }
     static func session(_ userID: String, _ sessionID: String) -> TableKey {

@@ -53,7 +53,8 @@ struct SignInFlow: Sendable {
     /// conditional on the link not existing, so the losers of concurrent first sign-ins of one
     /// identity re-read the link and sign in to the winner.
     func findOrCreateUser(_ identity: VerifiedIdentity, request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
-        let verifiedEmail = identity.emailVerified ? identity.email : nil
+        // A non-ASCII address has no key: it joins no one and claims nothing (EmailKey).
+        let verifiedEmail = identity.emailVerified ? identity.email.flatMap(EmailKey.of) : nil
         var claimEmail = verifiedEmail != nil
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
@@ -118,7 +119,8 @@ struct SignInFlow: Sendable {
         let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
         issued.refreshTokenLifetime = refreshToken.expiresAt - now
         let account = AccountStore.NewAccount(
-            user: user, identity: linked, emailClaim: claimEmail ? identity.email : nil, session: session, refreshToken: refreshToken)
+            user: user, identity: linked, emailClaim: claimEmail ? identity.email.flatMap(EmailKey.of) : nil, session: session,
+            refreshToken: refreshToken)
         switch try store.create(account) {
         case .created:
             logger.info("created a user", metadata: ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
@@ -161,7 +163,9 @@ struct SignInFlow: Sendable {
                 user.profile.identityCount += 1
             }
             let readVersion = user.profile.version
+            let previousEmail = user.profile.email
             user.profile.refresh(from: identity, profileName: request.profileName)
+            let emailClaimMove = try store.emailClaimMove(of: user.profile, previousEmail: previousEmail)
             user.profile.lastSignInAt = now
             user.profile.updatedAt = now
             // Least recently active first; a full house evicts until the new session fits.
@@ -176,7 +180,7 @@ struct SignInFlow: Sendable {
             issued.refreshTokenLifetime = refreshToken.expiresAt - now
             let opening = AccountStore.SessionOpening(
                 user: user, readVersion: readVersion, joining: joining, session: session, refreshToken: refreshToken,
-                evicted: evicted, evictedTokens: evictedTokens)
+                evicted: evicted, evictedTokens: evictedTokens, emailClaimMove: emailClaimMove)
             switch try store.open(opening, now: now) {
             case .opened(let revokedEveryEvictedToken):
                 for evictedID in evicted {
@@ -208,7 +212,7 @@ extension UserProfile {
     /// one-time `profile.name` only fills an empty display name.
     mutating func refresh(from identity: VerifiedIdentity, profileName: String?) {
         if let email = identity.email {
-            emailVerified = email == self.email ? (emailVerified || identity.emailVerified) : identity.emailVerified
+            emailVerified = self.email.map(email.sameBytes) == true ? (emailVerified || identity.emailVerified) : identity.emailVerified
             self.email = email
         }
         if let name = identity.name { displayName = name }

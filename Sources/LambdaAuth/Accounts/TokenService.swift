@@ -73,12 +73,16 @@ final class TokenService: TokenIssuing, Sendable {
     /// is created only when `create` (issuing paths), never by a verification.
     func accessTokenIssuer(create: Bool, logger: Logger) throws(AuthError) -> AccessTokenIssuer? {
         if let cached = cache.withLock({ $0.accessTokenIssuer }) { return cached }
-        guard let key = try DevSecrets.signingKey(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
+        guard let keys = try DevSecrets.signingKeys(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
             return nil
         }
-        let issuer = AccessTokenIssuer(keys: AccessTokenKeySet([key]), issuer: configuration.issuer,
+        let issuer = AccessTokenIssuer(keys: keys, issuer: configuration.issuer,
                                        audience: configuration.accessTokenAudience, lifetime: configuration.accessTokenTTL)
-        cache.withLock { $0.accessTokenIssuer = issuer }
+        // Only an old store's ES256 key and no RS256 one yet (a check before anything was issued):
+        // not kept, so that this process's first issue creates the RS256 key and signs with it.
+        if keys.signing.algorithm == .rs256 {
+            cache.withLock { $0.accessTokenIssuer = issuer }
+        }
         return issuer
     }
 

@@ -35,7 +35,7 @@ struct AppleAccountTokens: Sendable {
         guard let parsed = try? JSONWebToken(parsing: grant.idToken), let subject = parsed.claims["sub"]?.stringValue else {
             throw AuthError(.providerUnavailable, "Apple's token endpoint answered with an unreadable ID token")
         }
-        guard subject == identity.subject else {
+        guard subject.sameBytes(as: identity.subject) else {
             throw AuthError(.authorizationCodeInvalid, "the authorization code belongs to another Apple account than the ID token")
         }
         return ExchangedGrant(clientID: clientID, refreshToken: grant.refreshToken)

@@ -251,6 +251,16 @@ public struct AuthConfiguration: Sendable {
         if !variable.hasPrefix("AUTH_SIGNING_KEYS"), keys.keys.count > 1 {
             throw configError(variable, "holds \(keys.keys.count) keys; several keys go in AUTH_SIGNING_KEYS")
         }
+        // The template sets RS256: behind API Gateway's JWT authorizer an ES256 signing key would
+        // make every protected route answer 401, so it is refused at start instead.
+        if let required = reader.string("AUTH_SIGNING_ALGORITHM") {
+            guard let algorithm = JWSAlgorithm(rawValue: required), AccessTokenCheck.algorithms.contains(algorithm) else {
+                throw configError("AUTH_SIGNING_ALGORITHM", "must be RS256 or ES256")
+            }
+            guard keys.signing.algorithm == algorithm else {
+                throw AuthError(.configError, "\(variable): its first key signs \(keys.signing.algorithm.rawValue), but AUTH_SIGNING_ALGORITHM is \(required); put an \(required) key first (authctl keys generate --alg \(required))")
+            }
+        }
         return keys
     }
 

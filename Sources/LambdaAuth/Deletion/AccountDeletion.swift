@@ -98,7 +98,7 @@ struct Reauthentication: Sendable {
         } else {
             identity = try verifier.verify(proof.idToken, provider: proof.provider, nonce: proof.nonce)
         }
-        guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject == identity.subject }) else {
+        guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject.sameBytes(as: identity.subject) }) else {
             throw AuthError(.reauthenticationRequired, "the ID token is not one of this account's identities")
         }
         // An ID token stays valid for an hour: proving who you are needs one issued just now. An

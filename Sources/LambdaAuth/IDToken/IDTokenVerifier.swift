@@ -25,12 +25,22 @@ public struct VerifiedIdentity: Sendable {
         self.claims = claims
     }
 
+    /// The longest `sub` or `email` accepted (contract section 13).
+    public static let maximumKeyPartBytes = 1024
+
     /// Reads the identity fields of a verified payload. `sub` is the one field an identity cannot do without.
     public init(provider: ProviderName, claims: [String: JSONValue]) throws(AuthError) {
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
             throw AuthError(.malformedToken, "the ID token has no sub")
         }
-        self.init(provider: provider, subject: subject, email: claims["email"]?.stringValue,
+        // Both become parts of table keys; DynamoDB refuses a partition key over 2,048 bytes,
+        // so one limit well inside it answers alike on every backend.
+        let email = claims["email"]?.stringValue
+        guard subject.utf8.count <= VerifiedIdentity.maximumKeyPartBytes,
+              (email?.utf8.count ?? 0) <= VerifiedIdentity.maximumKeyPartBytes else {
+            throw AuthError(.malformedToken, "the ID token's sub or email is longer than \(VerifiedIdentity.maximumKeyPartBytes) bytes")
+        }
+        self.init(provider: provider, subject: subject, email: email,
                   emailVerified: IDTokenClaims.flag(claims["email_verified"]),
                   isPrivateEmail: IDTokenClaims.flag(claims["is_private_email"]),
                   name: claims["name"]?.stringValue, picture: claims["picture"]?.stringValue, claims: claims)

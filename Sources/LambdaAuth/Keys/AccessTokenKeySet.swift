@@ -1,5 +1,3 @@
-import Crypto
-
 /// The access-token keys of one deployment, in order: the first signs, every one verifies and is
 /// published. Rotation is a change of this list (README, "Key rotation"): a new key is added second
 /// (published, not yet signing), moved first, and the old one removed once no token it signed
@@ -19,11 +17,20 @@ public struct AccessTokenKeySet: Sendable {
         keys.first { $0.keyID == id }
     }
 
+    /// The algorithms of the published keys, each once, the signing key's first: what `well-known`
+    /// names in `id_token_signing_alg_values_supported`.
+    public var algorithms: [JWSAlgorithm] {
+        keys.reduce(into: []) { list, key in
+            if !list.contains(key.algorithm) { list.append(key.algorithm) }
+        }
+    }
+
     /// The public JWKS: what `well-known` serves and `authctl jwks` prints.
     public var jwks: JSONValue { ["keys": .array(keys.map(\.publicJWK))] }
 
-    /// Parses concatenated PEM private keys (`AUTH_SIGNING_KEYS`). Every failure is a CONFIG_ERROR
-    /// naming `variable` and the key's position, never the key itself.
+    /// Parses concatenated PEM private keys (`AUTH_SIGNING_KEYS`): RSA (2048 to 4096 bits) or P-256,
+    /// PKCS#8 or traditional, mixed in any order. Every failure is a CONFIG_ERROR naming `variable`
+    /// and the key's position, never the key itself.
     public static func parse(pem text: String, variable: String) throws(AuthError) -> AccessTokenKeySet {
         let blocks = try pemBlocks(text, variable: variable)
         guard !blocks.isEmpty else {
@@ -33,9 +40,9 @@ public struct AccessTokenKeySet: Sendable {
         for (index, block) in blocks.enumerated() {
             let key: AccessTokenKey
             do {
-                key = AccessTokenKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: block))
+                key = AccessTokenKey(try JWSSigningKey(pem: block))
             } catch {
-                throw AuthError(.configError, "\(variable): key \(index + 1) of \(blocks.count) is not a PEM EC P-256 private key")
+                throw AuthError(.configError, "\(variable): key \(index + 1) of \(blocks.count) \(error.description)")
             }
             if let first = keys.firstIndex(where: { $0.keyID == key.keyID }) {
                 throw AuthError(.configError, "\(variable): key \(index + 1) is the same key as key \(first + 1)")

@@ -28,11 +28,13 @@ public struct DiscoveryDocuments: Sendable {
     /// `jwks_uri` is derived from the issuer, as OIDC discovery expects of an `https://` issuer;
     /// only what is true of our tokens is claimed (no authorization or token endpoint: sign-in is
     /// our own `signin`, not an OAuth flow, so `response_types_supported` would be a lie).
-    public var openIDConfiguration: JSONValue {
-        [
+    /// `algorithms`: those of the published keys (RS256 when there is none yet: the dev key's).
+    public func openIDConfiguration(algorithms: [JWSAlgorithm]) -> JSONValue {
+        let names = (algorithms.isEmpty ? [.rs256] : algorithms).map { JSONValue.string($0.rawValue) }
+        return [
             "issuer": .string(issuer),
             "jwks_uri": .string(AccessTokenVerifier.jwksURL(issuer: issuer)),
-            "id_token_signing_alg_values_supported": ["ES256"],
+            "id_token_signing_alg_values_supported": .array(names),
             "subject_types_supported": ["public"],
             "claims_supported": ["iss", "aud", "sub", "sid", "iat", "exp", "jti"],
         ]
@@ -41,7 +43,7 @@ public struct DiscoveryDocuments: Sendable {
     /// `keys`: nil while there is none yet (the local store's dev key before the first sign-in).
     public func document(_ document: Document, keys: AccessTokenKeySet?) -> JSONValue {
         switch document {
-        case .openIDConfiguration: return openIDConfiguration
+        case .openIDConfiguration: return openIDConfiguration(algorithms: keys?.algorithms ?? [])
         case .jwks: return keys?.jwks ?? ["keys": []]
         }
     }

@@ -2,11 +2,17 @@
 /// own key set) and other services through `AccessTokenVerifier` (keys from the published JWKS)
 /// differ only in where the key for a `kid` comes from.
 ///
-/// Order: size, structure, header (no `crit`, `alg` ES256 only, a `kid`), the key, the signature;
-/// only then the claims `iss`, `aud`, `exp` and the required `sub`, `sid`, `iat`, `jti`. Every
+/// Order: size, structure, header (no `crit`, `alg` RS256 or ES256, a `kid`), the key (whose own
+/// algorithm must be the header's), the signature; only then the claims `iss`, `aud`, `exp`, `nbf`
+/// and the required `sub`, `sid`, `iat` (not in the future: API Gateway's authorizer refuses such a
+/// token, so we do too), `jti`. Every
 /// failure about the token is ACCESS_TOKEN_INVALID; the message says which check failed, never
 /// the token. Errors of the key lookup itself (JWKS_UNAVAILABLE) pass through.
 package struct AccessTokenCheck: Sendable {
+    /// What our access tokens may be signed with: RS256 (RSA keys, the only kind API Gateway's JWT
+    /// authorizer verifies) and ES256 (P-256 keys).
+    package static let algorithms: [JWSAlgorithm] = [.rs256, .es256]
+
     /// Ours are well under 1 KiB; anything near this is not one of them.
     package static let maximumBytes = 8192
 
@@ -31,7 +37,7 @@ package struct AccessTokenCheck: Sendable {
         let parsed: JSONWebToken
         do {
             parsed = try JSONWebToken(parsing: token)
-            _ = try parsed.jws.checkAlgorithm(allowed: [.es256])
+            _ = try parsed.jws.checkAlgorithm(allowed: AccessTokenCheck.algorithms)
         } catch {
             throw error.code == .unsupportedAlgorithm ? invalid("has the wrong algorithm") : invalid("is malformed")
         }
@@ -54,6 +60,10 @@ package struct AccessTokenCheck: Sendable {
         guard let userID = claims["sub"]?.stringValue, let sessionID = claims["sid"]?.stringValue,
               let issuedAt = claims["iat"]?.int64Value, let tokenID = claims["jti"]?.stringValue else {
             throw invalid("lacks required claims")
+        }
+        guard issuedAt <= now + clockSkew else { throw invalid("was issued in the future") }
+        if let notBefore = claims["nbf"] {
+            guard let notBefore = notBefore.int64Value, notBefore <= now + clockSkew else { throw invalid("is not valid yet") }
         }
         return AccessTokenClaims(userID: userID, sessionID: sessionID, issuedAt: issuedAt, expiresAt: expiresAt, tokenID: tokenID,
                                  issuer: tokenIssuer, audiences: tokenAudiences,

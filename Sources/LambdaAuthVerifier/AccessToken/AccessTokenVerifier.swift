@@ -2,13 +2,14 @@ import Logging
 
 /// Verifies our access tokens in another service, from the issuer's published JWKS
 /// (`<issuer>/.well-known/jwks.json`, served by `well-known`). One instance per process: it keeps
-/// the parsed keys, so a warm verification is one ES256 verify and no I/O.
+/// the parsed keys, so a warm verification is one signature check (RS256 or ES256) and no I/O.
 ///
 /// The keys are cached exactly as the ID-token providers' are (`ProviderKeyCache`): fresh for the
 /// response's `max-age` (clamped to 60 s – 24 h), mirrored in `cacheDirectory` when given, one
 /// refetch for an unknown `kid` at most every 30 s, and cached keys served through an outage.
-/// The checks are the handlers' own (`AccessTokenCheck`): ES256 only (`none`, HS256 or `crit` are
-/// refused), `kid`, signature, `iss`, `aud`, `exp` with `clockSkew`. Every failure about the token
+/// The checks are the handlers' own (`AccessTokenCheck`): RS256 or ES256 only, each with a key of
+/// its own kind (`none`, HS256 or `crit` are refused), `kid`, signature, `iss`, `aud`, `exp`, `nbf`
+/// and `iat` with `clockSkew`. Every failure about the token
 /// is ACCESS_TOKEN_INVALID; JWKS_UNAVAILABLE when no keys can be fetched and none are cached.
 public final class AccessTokenVerifier: Sendable {
     public let jwksURL: String
@@ -28,7 +29,7 @@ public final class AccessTokenVerifier: Sendable {
         let source = try JWKSLocation(jwksURL, variable: "jwksURL").source(client: httpClient)
         self.jwksURL = jwksURL
         check = AccessTokenCheck(issuer: issuer, audiences: audiences, clockSkew: clockSkew)
-        keys = ProviderKeyCache(provider: KeySetName("access-token"), algorithm: .es256, source: source,
+        keys = ProviderKeyCache(provider: KeySetName("access-token"), algorithms: AccessTokenCheck.algorithms, source: source,
                                 cacheDirectory: cacheDirectory, clock: clock, logger: logger)
         self.clock = clock
     }

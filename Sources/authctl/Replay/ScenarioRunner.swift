@@ -208,7 +208,8 @@ enum Events {
                     "body": .string(body.serialized()), "isBase64Encoded": false]
         case "rest":
             return ["resource": .string(path), "path": .string(path), "httpMethod": .string(method), "headers": .object(allHeaders),
-                    "requestContext": ["resourcePath": .string(path), "httpMethod": .string(method), "requestId": "replay", "stage": "prod"],
+                    "requestContext": ["resourcePath": .string(path), "httpMethod": .string(method), "requestId": "replay", "stage": "prod",
+                                       "identity": ["sourceIp": "203.0.113.9"]],
                     "body": .string(body.serialized()), "isBase64Encoded": false]
         default:
             return body

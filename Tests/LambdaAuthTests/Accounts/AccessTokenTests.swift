@@ -16,6 +16,24 @@ import Testing
         #expect(claims.userID == "u1" && claims.sessionID == "s1" && claims.expiresAt == 1_900 && claims.issuedAt == 1_000)
     }
 
+    @Test func issuesVerifiableRS256TokensWithAnRSAKey() throws {
+        let rsa = AccessTokenIssuer(key: .generate(.rs256), issuer: "lambda-auth", lifetime: 900)
+        let token = try rsa.issue(userID: "u1", sessionID: "s1", now: 1_000, random: SystemRandomSource())
+        let header = try JSONValue.parse(Base64.urlDecoded(token.split(separator: ".")[0])!)
+        #expect(header["alg"] == "RS256" && header["kid"]?.stringValue == rsa.key.keyID && header["typ"] == "JWT")
+        #expect(try rsa.verify(token, now: 1_899).userID == "u1")
+        #expect(rsa.key.publicJWK["kty"] == "RSA" && rsa.key.publicJWK["alg"] == "RS256" && rsa.key.publicJWK["use"] == "sig")
+        #expect(throws: AuthError.self) { try issuer.verify(token, now: 1_100) }
+    }
+
+    @Test func refusesATokenIssuedInTheFuture() throws {
+        let token = try issuer.issue(userID: "u1", sessionID: "s1", now: 1_000, random: SystemRandomSource())
+        #expect(try issuer.verify(token, now: 1_000).issuedAt == 1_000)
+        // No skew for our own tokens: one second early is a token from a clock that is not ours.
+        let early = #expect(throws: AuthError.self) { try issuer.verify(token, now: 999) }
+        #expect(early?.code == .accessTokenInvalid && early?.message == "the access token was issued in the future")
+    }
+
     @Test func refusesExpiredTamperedAndForeignTokens() throws {
         let token = try issuer.issue(userID: "u1", sessionID: "s1", now: 1_000, random: SystemRandomSource())
         func code(_ candidate: String, now: Int64 = 1_100) -> ErrorCode? {
@@ -54,6 +72,6 @@ import Testing
         let garbage = #expect(throws: AuthError.self) {
             try AccessTokenKeySet.parse(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", variable: "AUTH_SIGNING_KEY")
         }
-        #expect(garbage?.description == "CONFIG_ERROR: AUTH_SIGNING_KEY: key 1 of 1 is not a PEM EC P-256 private key")
+        #expect(garbage?.description == "CONFIG_ERROR: AUTH_SIGNING_KEY: key 1 of 1 is neither an RSA nor a P-256 private key")
     }
 }

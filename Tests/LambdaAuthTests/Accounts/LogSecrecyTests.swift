@@ -47,7 +47,7 @@ import Testing
         secrets.append("not-a-real-token-but-still-secret")
 
         // The development signing key and credentials secret created inside the store.
-        for key in [TableKey(pk: "DEV#SECRETS", sk: "ACCESS_TOKEN_SIGNING_KEY")] {
+        for key in [TableKey(pk: "DEV#SECRETS", sk: "ACCESS_TOKEN_SIGNING_KEY_RS256")] {
             let pem = try #require(try world.table().getItem(key)?["pem"]?.stringValue)
             secrets += pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
         }

@@ -86,10 +86,22 @@ import Testing
         #expect(devProvider.keyID == JSONWebKey.Material.rsa(TestKeys.rsa(0).publicKey).thumbprint)
         #expect(published.key(id: devProvider.keyID)?.material.thumbprint == devProvider.keyID)
 
-        let accessKey = AccessTokenKey.generate()
-        let readBack = try JSONWebKey(accessKey.publicJWK, for: .es256)
-        #expect(readBack.keyID == accessKey.keyID && readBack.material.thumbprint == accessKey.keyID)
-        #expect(accessKey.publicJWK["use"] == "sig" && accessKey.publicJWK["alg"] == "ES256")
+        for algorithm in [JWSAlgorithm.rs256, .es256] {
+            let accessKey = AccessTokenKey.generate(algorithm)
+            let readBack = try JSONWebKey(accessKey.publicJWK, for: algorithm)
+            #expect(readBack.keyID == accessKey.keyID && readBack.material.thumbprint == accessKey.keyID)
+            #expect(accessKey.publicJWK["use"] == "sig" && accessKey.publicJWK["alg"] == .string(algorithm.rawValue))
+        }
         #expect(devProvider.jwks["keys"]?.arrayValue?.first?["alg"] == "RS256")
+    }
+
+    @Test func aSetReadForTwoAlgorithmsKeepsEachKeyToItsOwn() throws {
+        let rsa = AccessTokenKey.generate(.rs256), ec = AccessTokenKey.generate(.es256)
+        let document: JSONValue = ["keys": [rsa.publicJWK, ec.publicJWK]]
+        let both = try JSONWebKeySet(document, algorithms: [.rs256, .es256])
+        #expect(both.key(id: rsa.keyID)?.algorithm == .rs256 && both.key(id: ec.keyID)?.algorithm == .es256)
+        #expect(both.ignoredCount == 0)
+        let rsaOnly = try JSONWebKeySet(document, algorithms: [.rs256])
+        #expect(rsaOnly.key(id: ec.keyID) == nil && rsaOnly.ignoredCount == 1)
     }
 }

@@ -50,7 +50,7 @@ import Testing
 
     @Test(arguments: FlowWorld.Backend.allCases)
     func anIndependentVerifierAcceptsEveryPublishedKeyAndNoOther(_ backend: FlowWorld.Backend) throws {
-        let (a, b, unpublished) = (AccessTokenKey.generate(), AccessTokenKey.generate(), AccessTokenKey.generate())
+        let (a, b, unpublished) = (AccessTokenKey.generate(.rs256), AccessTokenKey.generate(.es256), AccessTokenKey.generate(.rs256))
         let published = Self.pem(a, b)
         let world = try Self.world(backend, keys: published)
         let signedByA = try Self.accessToken(world, subject: "peer-a", keys: published)
@@ -72,7 +72,7 @@ import Testing
         let answer = try #require(output.json, "not JSON: \(output.stdoutText)")
         #expect(answer["discovery"]?["issuer"] == .string(Self.issuer))
         #expect(answer["discovery"]?["jwks_uri"] == .string(Self.issuer + "/.well-known/jwks.json"))
-        #expect(answer["discovery"]?["id_token_signing_alg_values_supported"] == ["ES256"])
+        #expect(answer["discovery"]?["id_token_signing_alg_values_supported"] == ["RS256", "ES256"])
         #expect(answer["headers"]?["cache-control"] == "public, max-age=300")
         #expect(answer["jwks"]?["keys"]?.arrayValue?.compactMap { $0["kid"]?.stringValue } == [a.keyID, b.keyID])
         let results = try #require(answer["results"]?.arrayValue)
@@ -97,7 +97,8 @@ import Testing
     /// old one. Tokens of both keys work until the old key leaves the list.
     @Test(arguments: FlowWorld.Backend.allCases)
     func tokensOfBothKeysWorkUntilTheOldKeyIsRetired(_ backend: FlowWorld.Backend) throws {
-        let (old, new) = (AccessTokenKey.generate(), AccessTokenKey.generate())
+        // From ES256 to RS256, the move deployments made before RS256 need (contract section 13).
+        let (old, new) = (AccessTokenKey.generate(.es256), AccessTokenKey.generate(.rs256))
         let world = try Self.world(backend, keys: Self.pem(old))
         let beforeRotation = try Self.accessToken(world, subject: "rotation-1", keys: Self.pem(old))
 

@@ -14,7 +14,8 @@ import Testing
         try FileSystem.readFile(root + "/Events/well-known/" + name)
     }
 
-    let keys = [AccessTokenKey.generate(), AccessTokenKey.generate()]
+    /// After a rotation from ES256 to RS256: both published, the signing key's algorithm first.
+    let keys = [AccessTokenKey.generate(.rs256), AccessTokenKey.generate(.es256)]
     var environment: [String: String] {
         ["AUTH_SIGNING_KEYS": keys.map(\.pemRepresentation).joined(separator: "\n"), "AUTH_ISSUER": "https://auth.example.test/",
          "AUTH_STORE": "/nonexistent/well-known-store"]
@@ -33,14 +34,16 @@ import Testing
         #expect(jwks.json?["headers"]?["content-type"] == "application/json")
         let published = try #require(jwks.responseBody?["keys"]?.arrayValue)
         #expect(published.compactMap { $0["kid"]?.stringValue } == keys.map(\.keyID))
-        #expect(published.allSatisfy { $0["d"] == nil && $0["alg"] == "ES256" && $0["kty"] == "EC" }, "a private part was published")
+        let privateMembers = ["d", "p", "q", "dp", "dq", "qi"]
+        #expect(published.allSatisfy { jwk in privateMembers.allSatisfy { jwk[$0] == nil } }, "a private part was published")
+        #expect(published.map { [$0["kty"], $0["alg"], $0["use"]] } == [["RSA", "RS256", "sig"], ["EC", "ES256", "sig"]])
 
         let discovery = try run(try Self.sample("http-api-v2-openid-configuration.json"))
         #expect(discovery.json?["statusCode"] == 200)
         #expect(discovery.json?["headers"]?["cache-control"] == "public, max-age=300")
         #expect(discovery.responseBody?["issuer"] == "https://auth.example.test/")
         #expect(discovery.responseBody?["jwks_uri"] == "https://auth.example.test/.well-known/jwks.json")
-        #expect(discovery.responseBody?["id_token_signing_alg_values_supported"] == ["ES256"])
+        #expect(discovery.responseBody?["id_token_signing_alg_values_supported"] == ["RS256", "ES256"])
     }
 
     @Test func aStagePrefixedPathStillFindsItsDocument() throws {

@@ -18,8 +18,9 @@ final class SettableClock: WallClock {
 @Suite struct AccessTokenVerifierTests {
     static let issuer = "https://auth.example.test"
     static let audience = "https://api.example.test"
-    let published = AccessTokenKeySet([.generate(), .generate()])
-    let unpublished = AccessTokenKey.generate()
+    /// Mixed, as after a rotation from ES256 to RS256 (contract section 13).
+    let published = AccessTokenKeySet([.generate(.rs256), .generate(.es256)])
+    let unpublished = AccessTokenKey.generate(.rs256)
     let clock = SettableClock(1_800_000_000)
 
     /// What `well-known` serves for `keys`, with its caching header.
@@ -118,18 +119,31 @@ final class SettableClock: WallClock {
                                            "exp": .number(now + 900), "jti": "j-1"]
         // Another audience list naming ours, as RFC 7519 allows.
         claims["aud"] = ["https://elsewhere.example.test", .string(Self.audience)]
-        #expect(try verifier.verify(try JWSSigner.signES256(payload: claims, keyID: key.keyID, key: key.privateKey)).audiences.count == 2)
+        #expect(try verifier.verify(try JWSSigner.sign(payload: claims, keyID: key.keyID, key: key.signingKey)).audiences.count == 2)
         claims["aud"] = .string(Self.audience)
         let payload = Base64.urlEncoded(JSONValue.object(claims).serializedBytes())
         func header(_ members: [String: JSONValue]) -> String { Base64.urlEncoded(JSONValue.object(members).serializedBytes()) }
         let unsigned = header(["alg": "none", "kid": .string(key.keyID)]) + "." + payload + "."
         #expect(code(verifier, unsigned) == .accessTokenInvalid)
         let hmacInput = header(["alg": "HS256", "kid": .string(key.keyID)]) + "." + payload
-        let hmac = HMAC<SHA256>.authenticationCode(for: Array(hmacInput.utf8), using: SymmetricKey(data: key.privateKey.publicKey.x963Representation))
+        // The classic confusion: the public key's published form used as an HMAC secret.
+        let hmac = HMAC<SHA256>.authenticationCode(for: Array(hmacInput.utf8), using: SymmetricKey(data: key.publicJWK.serializedBytes()))
         #expect(code(verifier, hmacInput + "." + Base64.urlEncoded(Array(hmac))) == .accessTokenInvalid)
-        let critical = try JWSSigner.signES256(header: ["crit": ["exp"]], payload: claims, keyID: key.keyID, key: key.privateKey)
+        let critical = try JWSSigner.sign(header: ["crit": ["exp"]], payload: claims, keyID: key.keyID, key: key.signingKey)
         #expect(code(verifier, critical) == .accessTokenInvalid)
-        #expect(code(verifier, try JWSSigner.signES256(payload: claims, keyID: key.keyID, key: key.privateKey)) == nil, "the same claims, properly signed")
+        #expect(code(verifier, try JWSSigner.sign(payload: claims, keyID: key.keyID, key: key.signingKey)) == nil, "the same claims, properly signed")
+        // An ES256 signature under the RSA key's kid: a key checks only signatures of its own kind.
+        let ecKey = published.keys[1]
+        let crossed = try JWSSigner.sign(payload: claims, keyID: key.keyID, key: ecKey.signingKey)
+        #expect(code(verifier, crossed) == .accessTokenInvalid)
+        #expect(code(verifier, try JWSSigner.sign(payload: claims, keyID: ecKey.keyID, key: ecKey.signingKey)) == nil)
+        // iat and nbf: within the skew, then past it (API Gateway refuses a future iat).
+        for (claim, offset, accepted) in [("iat", 30, true), ("iat", 61, false), ("nbf", 30, true), ("nbf", 61, false)] {
+            var timed = claims
+            timed[claim] = .number(now + Int64(offset))
+            #expect((code(verifier, try JWSSigner.sign(payload: timed, keyID: key.keyID, key: key.signingKey)) == nil) == accepted,
+                    "\(claim) \(offset) s ahead")
+        }
         #expect(code(verifier, "not.a.token") == .accessTokenInvalid)
         #expect(server.requestCount == 1)
     }

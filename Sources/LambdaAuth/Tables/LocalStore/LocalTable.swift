@@ -446,9 +446,9 @@ public final class LocalTable: Table, Sendable {
     /// its old or its new version, and the next checkpoint redoes the work. Rewriting a partition
     /// also drops its expired items, as DynamoDB's TTL sweeper would.
     private func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State, now: Double) throws(TableError) {
-        var byPartition: [String: [(TableKey, Item?)]] = [:]
-        for (key, item) in log.overlay.changes { byPartition[key.pk, default: []].append((key, item)) }
-        var indexChanges: [String: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
+        var byPartition: [ExactString: [(TableKey, Item?)]] = [:]
+        for (key, item) in log.overlay.changes { byPartition[ExactString(key.pk), default: []].append((key, item)) }
+        var indexChanges: [ExactString: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
         var replacements: [(temporary: String, path: String)] = []
         var rewrittenPartitions: [(path: String, partition: KeyedPartition)] = []
         var removals: [String] = []
@@ -474,24 +474,25 @@ public final class LocalTable: Table, Sendable {
             replacements.append((temporary, path))
         }
 
-        for (partitionKey, changes) in byPartition {
+        for (exactPartitionKey, changes) in byPartition {
+            let partitionKey = exactPartitionKey.value
             let path = layout.partitionPath(partitionKey)
             let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
-            var changedBySortKey: [String: Item?] = [:]
+            var changedBySortKey: [ExactString: Item?] = [:]
             for (key, item) in changes {
                 let oldEntry = IndexEntry(stored.item(sortKey: key.sk)), newEntry = IndexEntry(item)
-                if let oldEntry, oldEntry.partitionKey != newEntry?.partitionKey {
-                    indexChanges[oldEntry.partitionKey, default: ([], [])].removed.insert(key)
+                if let oldEntry, newEntry.map({ oldEntry.partitionKey.sameBytes(as: $0.partitionKey) }) != true {
+                    indexChanges[ExactString(oldEntry.partitionKey), default: ([], [])].removed.insert(key)
                 }
-                if let newEntry { indexChanges[newEntry.partitionKey, default: ([], [])].added.insert(key) }
-                changedBySortKey[key.sk] = .some(item)
+                if let newEntry { indexChanges[ExactString(newEntry.partitionKey), default: ([], [])].added.insert(key) }
+                changedBySortKey[ExactString(key.sk)] = .some(item)
             }
             let rewritten = stored.applying(changedBySortKey, partitionKey: partitionKey, now: now)
             try stage(path, rewritten.items.isEmpty ? nil : rewritten.fileBytes)
             if !rewritten.items.isEmpty { rewrittenPartitions.append((path, rewritten)) }
         }
         for (indexKey, change) in indexChanges {
-            let path = layout.indexPath(indexKey)
+            let path = layout.indexPath(indexKey.value)
             var keys = Set(try StoreReader.readIndex(path))
             keys.subtract(change.removed)
             keys.formUnion(change.added)
@@ -527,7 +528,7 @@ public final class LocalTable: Table, Sendable {
 
     /// Byte-wise (UTF-8) order of key tuples, as DynamoDB orders string keys.
     static func precedes(_ a: [String], _ b: [String]) -> Bool {
-        for (left, right) in zip(a, b) where left != right {
+        for (left, right) in zip(a, b) where !left.sameBytes(as: right) {
             return left.utf8.lexicographicallyPrecedes(right.utf8)
         }
         return a.count < b.count

@@ -50,7 +50,7 @@ struct DiskJWKSCache: Sendable {
     }
 
     /// The record, or nil when there is no file; throws when a file exists but cannot be trusted.
-    func load(now: Double, algorithm: JWSAlgorithm) throws(Ignored) -> (JWKSCacheRecord, JSONWebKeySet)? {
+    func load(now: Double, algorithms: [JWSAlgorithm]) throws(Ignored) -> (JWKSCacheRecord, JSONWebKeySet)? {
         guard let bytes = try readPrivateFile() else { return nil }
         let value: JSONValue
         do {
@@ -73,7 +73,7 @@ struct DiskJWKSCache: Sendable {
             throw .untrusted("timestamps in the future")
         }
         do {
-            return (record, try JSONWebKeySet(document, algorithm: algorithm))
+            return (record, try JSONWebKeySet(document, algorithms: algorithms))
         } catch {
             throw .untrusted(error.description)
         }

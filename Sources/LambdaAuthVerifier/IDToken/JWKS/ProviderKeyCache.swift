@@ -26,7 +26,7 @@ package final class ProviderKeyCache: Sendable {
     static let outageAllowance: Int64 = 86_400
 
     let provider: KeySetName
-    let algorithm: JWSAlgorithm
+    let algorithms: [JWSAlgorithm]
     let source: any JWKSSource
     let disk: DiskJWKSCache?
     let clock: any WallClock
@@ -40,10 +40,10 @@ package final class ProviderKeyCache: Sendable {
 
     private let state = Mutex(State())
 
-    package init(provider: KeySetName, algorithm: JWSAlgorithm = .rs256, source: any JWKSSource, cacheDirectory: String?,
+    package init(provider: KeySetName, algorithms: [JWSAlgorithm] = [.rs256], source: any JWKSSource, cacheDirectory: String?,
          clock: any WallClock, logger: Logger) {
         self.provider = provider
-        self.algorithm = algorithm
+        self.algorithms = algorithms
         self.source = source
         self.clock = clock
         self.logger = logger
@@ -99,7 +99,7 @@ package final class ProviderKeyCache: Sendable {
     private func adoptDiskRecord(_ state: inout State, now: Double) {
         guard let disk else { return }
         do {
-            guard let (stored, storedKeys) = try disk.load(now: now, algorithm: algorithm) else { return }
+            guard let (stored, storedKeys) = try disk.load(now: now, algorithms: algorithms) else { return }
             state.lastAttempt = max(state.lastAttempt, stored.lastAttempt)
             if stored.fetchedAt > (state.record?.fetchedAt ?? -Double.infinity) {
                 state.record = stored
@@ -121,7 +121,7 @@ package final class ProviderKeyCache: Sendable {
         do {
             fetched = try source.fetch()
             document = try JSONValue.parse(fetched.document)
-            parsed = try JSONWebKeySet(document, algorithm: algorithm)
+            parsed = try JSONWebKeySet(document, algorithms: algorithms)
         } catch {
             logger.warning("JWKS fetch failed", metadata: ["provider": .string(provider.rawValue), "location": .string(source.location),
                                                  "reason": .string(String(describing: error)),

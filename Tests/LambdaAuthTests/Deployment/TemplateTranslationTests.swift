@@ -1,0 +1,94 @@
+import LambdaAuth
+import LambdaAuthTestSupport
+import LambdaAuthTooling
+import Testing
+
+/// `Infra/template.yaml` as CloudFormation deploys it: translated by AWS's SAM translator
+/// (Tests/Scripts/template_check.py), its intrinsics resolved for a parameter set, then checked:
+/// every function's environment names only variables the README documents, the JWT authorizer's
+/// issuer and audience are what the functions sign, the functions require RS256 keys, and every
+/// handler has its routes, behind the authorizer exactly where the README says.
+@Suite struct TemplateTranslationTests {
+    static let documents = ["README.md", "Infra/README.md"]
+
+    /// Which handler answers which route, and whether the authorizer guards it.
+    static let expectedRoutes: [String: [String]] = [
+        "signin": ["POST /auth/signin"],
+        "refresh": ["POST /auth/refresh"],
+        "link-provider": ["DELETE /auth/link guarded", "POST /auth/link guarded"],
+        "signout": ["POST /auth/signout"],
+        "sessions": ["DELETE /auth/sessions guarded", "GET /auth/sessions guarded"],
+        "delete-account": ["DELETE /auth/account guarded", "POST /auth/delete-account guarded"],
+        "well-known": ["GET /.well-known/jwks.json", "GET /.well-known/openid-configuration"],
+        "apple-notifications": ["POST /auth/apple/notifications"],
+        "otp-start": ["POST /auth/otp/start"],
+    ]
+
+    static func translate(_ template: String = TestSupport.packageRoot + "/Infra/template.yaml",
+                          parameters: JSONValue) throws -> JSONValue {
+        let handlers = JSONValue.array(HandlerNames.all.map { .string($0) })
+        return try TestSupport.pythonPeer("template_check.py", [template, parameters.serialized(), handlers.serialized()]
+                                          + documents.map { TestSupport.packageRoot + "/" + $0 })
+    }
+
+    static func routes(_ function: JSONValue?) -> [String] {
+        (function?["routes"]?.arrayValue ?? []).compactMap { route in
+            guard let method = route["method"]?.stringValue, let path = route["path"]?.stringValue else { return nil }
+            return "\(method) \(path)" + (route["authorizer"] == true ? " guarded" : "")
+        }
+    }
+
+    @Test(arguments: [
+        (["Issuer": "https://auth.example.test"], "https://auth.example.test"),
+        (["Issuer": "https://auth.example.test", "AccessTokenAudience": "example-api"], "example-api"),
+    ])
+    func theTranslatedTemplateWiresEveryHandlerToTheAuthorizersIssuer(_ parameters: [String: String], _ audience: String) throws {
+        let translated = try Self.translate(parameters: .object(parameters.mapValues { .string($0) }))
+        #expect(translated["problems"] == [], "\(translated["problems"]?.serialized() ?? "")")
+        #expect(translated["authorizer"]?["issuer"] == "https://auth.example.test")
+        #expect(translated["authorizer"]?["audiences"] == [.string(audience)])
+        for handler in HandlerNames.all {
+            let function = translated["functions"]?[handler]
+            #expect(Self.routes(function) == Self.expectedRoutes[handler], "\(handler)")
+            #expect(function?["environment"]?["AUTH_SIGNING_ALGORITHM"] == "RS256", "\(handler)")
+            #expect(function?["environment"]?["AUTH_ISSUER"] == "https://auth.example.test", "\(handler)")
+            #expect(function?["environment"]?["AUTH_ACCESS_TOKEN_AUDIENCE"] == .string(audience), "\(handler)")
+        }
+    }
+
+    /// The check itself can fail: a template with each mistake it looks for.
+    @Test func aTemplateWithMistakesIsCaught() throws {
+        let directory = TestSupport.temporaryDirectory("template")
+        defer { TestSupport.removeTree(directory) }
+        var text = String(decoding: try FileSystem.readFile(TestSupport.packageRoot + "/Infra/template.yaml"), as: UTF8.self)
+        let mistakes = [
+            ("        AUTH_SIGNING_ALGORITHM: RS256\n", "        AUTH_SIGNING_ALGORITHM: ES256\n        AUTH_SOMETHING_NEW: \"on\"\n"),
+            ("            JwtConfiguration:\n              issuer: !Ref Issuer\n",
+             "            JwtConfiguration:\n              issuer: https://elsewhere.example.test\n"),
+            ("          Properties: { ApiId: !Ref AuthApi, Path: /auth/otp/start, Method: POST }\n", ""),
+        ]
+        for (original, mistaken) in mistakes {
+            try #require(text.contains(original), "the template no longer holds \(original)")
+            text = text.replacingOccurrences(of: original, with: mistaken)
+        }
+        text = text.replacingOccurrences(of: "      Events:\n        Start:\n          Type: HttpApi\n", with: "")
+        try FileSystem.writeAtomically(directory + "/template.yaml", Array(text.utf8))
+        let translated = try Self.translate(directory + "/template.yaml", parameters: ["Issuer": "https://auth.example.test"])
+        let problems = (translated["problems"]?.arrayValue ?? []).compactMap(\.stringValue)
+        #expect(problems.contains { $0.contains("undocumented variables: AUTH_SOMETHING_NEW") })
+        #expect(problems.contains { $0.hasPrefix("signin does not require RS256") })
+        #expect(problems.contains { $0.hasPrefix("signin signs iss 'https://auth.example.test'; the authorizer requires 'https://elsewhere.example.test'") })
+        #expect(problems.contains("otp-start has no route"), "\(problems)")
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        var result = "", rest = Substring(self)
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}
