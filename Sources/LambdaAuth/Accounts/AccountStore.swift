@@ -74,7 +74,9 @@ struct AccountStore: Sendable {
                 found = .retired(credential, session: session)
             }
         case .keyed(let userID, let tokenID, let secret):
-            if let record = try refreshToken(at: Keys.refreshToken(userID, tokenID)), Self.secretMatches(record, SHA256.hexDigest(of: secret)) {
+            // Only an item of that format: a family's items are named by the current format alone.
+            if let record = try refreshToken(at: Keys.refreshToken(userID, tokenID)), record.generation == nil,
+               Self.secretMatches(record, SHA256.hexDigest(of: secret)) {
                 found = .item(record, secret: secret)
             }
         case .legacy(let tokenHash, let secret):

@@ -62,11 +62,9 @@ struct RefreshFlow: Sendable {
             if copy == nil { copy = try currentUser(of: record) }
             guard let snapshot = copy else { throw revoked(record, now: now, logger: logger) }
             let family = record.familyKey ?? RefreshFamilyKey.generate(familyID: record.familyID, random: random)
-            let credential = record.generation == nil
-                ? RefreshTokenCredential(migrating: secret, userID: record.userID, family: family, nonce: nonce)
-                : RefreshTokenCredential(succeeding: RefreshTokenCredential(userID: record.userID, family: family,
-                                                                            generation: record.generation!, secret: secret),
-                                         family: family, nonce: nonce)
+            // A token of an earlier release's family is generation 0: its successor starts the count.
+            let credential = RefreshTokenCredential(succeeding: secret, generation: (record.generation ?? 0) + 1, userID: record.userID,
+                                                    family: family, nonce: nonce)
             let next = store.newRefreshToken(credential, family: family, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
             switch try store.rotate(record, to: next, successorNonce: nonce, refreshGrace: refreshGrace,
                                     userVersion: snapshot.profileVersion, now: now) {
@@ -130,8 +128,7 @@ struct RefreshFlow: Sendable {
         }
         let sessionCreatedAt = live.sessionCreatedAt ?? used.sessionCreatedAt ?? live.createdAt
         try checkUnexpired(live, sessionCreatedAt: sessionCreatedAt, now: now)
-        let credential = RefreshTokenCredential(userID: live.userID, family: family, generation: generation,
-                                                secret: RefreshTokenCredential.successorSecret(of: secret, nonce: nonce))
+        let credential = RefreshTokenCredential(succeeding: secret, generation: generation, userID: live.userID, family: family, nonce: nonce)
         guard let expected = live.secretHash, constantTimeEqual(expected.utf8, credential.secretHash.utf8) else {
             throw AuthError(.internal, "internal error", detail: "a grace retry derived a token that is not the live one")
         }

@@ -35,19 +35,16 @@ struct RefreshTokenCredential: Sendable {
         self.init(userID: userID, family: family, generation: 1, secret: random.bytes(RefreshTokenCredential.secretLength))
     }
 
-    /// The token that replaces `predecessor`. Its secret is derived from the predecessor's secret and
-    /// a fresh random `nonce` kept on the predecessor's item for the grace period: whoever presents
-    /// the predecessor again within it gets this very token back, while the store never holds it
-    /// (only the SHA-256 of each secret, and a nonce that is useless without the predecessor).
-    init(succeeding predecessor: RefreshTokenCredential, family: RefreshFamilyKey, nonce: [UInt8]) {
-        self.init(userID: predecessor.userID, family: family, generation: predecessor.generation + 1,
-                  secret: RefreshTokenCredential.successorSecret(of: predecessor.secret, nonce: nonce))
-    }
-
-    /// The first format-2 token of a family written by an earlier release (its tokens knew no generation).
-    init(migrating legacySecret: [UInt8], userID: String, family: RefreshFamilyKey, nonce: [UInt8]) {
-        self.init(userID: userID, family: family, generation: 1,
-                  secret: RefreshTokenCredential.successorSecret(of: legacySecret, nonce: nonce))
+    /// The token of `generation` that replaces the one whose secret is `predecessorSecret` (for
+    /// generation 1, a token of a family an earlier release wrote). Its secret is derived from the
+    /// predecessor's and a fresh random `nonce` kept on the predecessor's item for the grace
+    /// period: whoever presents the predecessor again within it gets this very token back, while
+    /// the store never holds it (only the SHA-256 of each secret, and a nonce that is useless
+    /// without the predecessor).
+    init(succeeding predecessorSecret: [UInt8], generation: Int64, userID: String, family: RefreshFamilyKey, nonce: [UInt8]) {
+        let secret = Array(HMAC<SHA256>.authenticationCode(for: Array("lambda-auth/refresh-token/successor/v1".utf8) + nonce,
+                                                           using: SymmetricKey(data: predecessorSecret)))
+        self.init(userID: userID, family: family, generation: generation, secret: secret)
     }
 
     init(userID: String, family: RefreshFamilyKey, generation: Int64, secret: [UInt8]) {
@@ -68,11 +65,6 @@ struct RefreshTokenCredential: Sendable {
         let counter = UInt32(truncatingIfNeeded: generation)
         bytes += [UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF)]
         return bytes + secret
-    }
-
-    static func successorSecret(of secret: [UInt8], nonce: [UInt8]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: Array("lambda-auth/refresh-token/successor/v1".utf8) + nonce,
-                                              using: SymmetricKey(data: secret)))
     }
 
     /// The item's sort-key suffix: the family and the generation, so a token's item, its
