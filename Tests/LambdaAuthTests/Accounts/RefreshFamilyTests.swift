@@ -160,6 +160,31 @@ import Testing
         #expect(try Self.refresh(world, live).token != nil)
     }
 
+    /// A real token bent in each part it carries: unknown, and nothing written (old generations
+    /// included: the tag is what tells them from a forgery).
+    @Test(arguments: ["next generation", "generation 0", "older generation", "another family", "tag cut short", "tag flipped"])
+    func aBentTokenIsUnknownAndChangesNothing(_ bend: String) throws {
+        let world = FlowWorld()
+        let app = try Self.signIn(world, subject: "bent")
+        let other = try Self.signIn(world, subject: "bent")
+        var live = try #require(try Self.refresh(world, app.refreshToken).token)
+        live = try #require(try Self.refresh(world, live).token)
+        var bytes = try #require(Base64.urlDecoded(live))
+        let generationAt = 2 + app.userID.utf8.count + 1 + app.sessionID.utf8.count
+        switch bend {
+        case "next generation": bytes[generationAt + 3] += 1
+        case "generation 0": bytes.replaceSubrange(generationAt..<generationAt + 4, with: [0, 0, 0, 0])
+        case "older generation": bytes[generationAt + 3] -= 2
+        case "another family": bytes.replaceSubrange(generationAt - app.sessionID.utf8.count..<generationAt, with: Array(other.sessionID.utf8))
+        case "tag cut short": bytes.removeLast()
+        default: bytes[bytes.count - 1] ^= 0x80
+        }
+        let before = world.storeSnapshot()
+        #expect(try Self.refresh(world, Base64.urlEncoded(bytes)) == .error("REFRESH_TOKEN_NOT_FOUND"))
+        #expect(world.storeSnapshot() == before)
+        #expect(try Self.refresh(world, live).token != nil, "the family is untouched")
+    }
+
     // MARK: - Families written by the release before
 
     /// A signed-in session turned back into what the earlier release wrote.
