@@ -52,7 +52,7 @@ import Testing
         let world = FlowWorld()
         let token = try #require(world.signIn(token: world.googleToken(subject: "forger"))["tokens"]?["refreshToken"]?.stringValue)
         var bytes = try #require(Base64.urlDecoded(token))
-        bytes[bytes.count - 1] ^= 0x01
+        bytes[bytes.count - 17] ^= 0x01  // the secret's last byte, before the 16-byte tag
         let before = world.storeSnapshot()
         let output = world.run("refresh", ["refreshToken": .string(Base64.urlEncoded(bytes))])
         #expect(output.errorCode == "REFRESH_TOKEN_NOT_FOUND", "\(output.stdoutText)")
