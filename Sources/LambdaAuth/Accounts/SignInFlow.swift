@@ -116,7 +116,8 @@ struct SignInFlow: Sendable {
 
     func createUser(_ identity: VerifiedIdentity, minted: MintedSession, request: SignInRequest, claimEmail: Bool,
                     logger: Logger) throws(AuthError) -> Creation {
-        let (userID, sessionID, refresh, issued) = (minted.refresh.userID, minted.sessionID, minted.refresh, minted.issued)
+        let (userID, sessionID, family, refresh) = (minted.refresh.userID, minted.sessionID, minted.family, minted.refresh)
+        var issued = minted.issued
         let now = clock.nowSeconds
         let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
         var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
@@ -124,10 +125,12 @@ struct SignInFlow: Sendable {
         profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [linked])
-        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
+        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+        let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        issued.refreshTokenLifetime = refreshToken.expiresAt - now
         let account = AccountStore.NewAccount(
             user: user, identity: linked, emailClaim: claimEmail ? identity.email.flatMap(EmailKey.of) : nil, session: session,
-            refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now))
+            refreshToken: refreshToken)
         switch try store.create(account) {
         case .created:
             logger.info("created a user", metadata: ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
@@ -153,7 +156,8 @@ struct SignInFlow: Sendable {
     /// transaction.
     func openSession(userID: String, minted: MintedSession, identity: VerifiedIdentity, request: SignInRequest, joining: LinkedIdentity?,
                      logger: Logger) throws(AuthError) -> SessionOpening {
-        let (sessionID, refresh, issued) = (minted.sessionID, minted.refresh, minted.issued)
+        let (sessionID, family, refresh) = (minted.sessionID, minted.family, minted.refresh)
+        var issued = minted.issued
         return try retry.run("session opening") { () throws(AuthError) -> SessionOpening? in
             let now = clock.nowSeconds
             guard var user = try store.user(userID) else { return .userUnavailable }
@@ -185,10 +189,11 @@ struct SignInFlow: Sendable {
             let evictedTokens = evicted.isEmpty ? [] : try store.unrevokedRefreshTokenKeys(of: userID, families: Set(evicted))
             user.profile.activeSessions[sessionID] = activity
             user.profile.version = readVersion + 1
-            let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
+            let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+            let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+            issued.refreshTokenLifetime = refreshToken.expiresAt - now
             let opening = AccountStore.SessionOpening(
-                user: user, readVersion: readVersion, joining: joining, session: session,
-                refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now),
+                user: user, readVersion: readVersion, joining: joining, session: session, refreshToken: refreshToken,
                 evicted: evicted, evictedTokens: evictedTokens, emailClaimMove: emailClaimMove)
             switch try store.open(opening, now: now) {
             case .opened(let revokedEveryEvictedToken):
@@ -216,9 +221,10 @@ struct SignInFlow: Sendable {
     }
 }
 
-/// The session a sign-in opens, with its tokens and temporary credentials.
+/// The session a sign-in opens, with its refresh family, its tokens and temporary credentials.
 struct MintedSession: Sendable {
     let sessionID: String
+    let family: RefreshFamilyKey
     let refresh: RefreshTokenCredential
     let issued: IssuedTokens
 }
@@ -241,8 +247,9 @@ struct MintedSessions {
     mutating func session(for userID: String) throws(AuthError) -> MintedSession {
         if let minted = byUser[userID] { return minted }
         let sessionID = newIdentifier(random)
-        let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let minted = MintedSession(sessionID: sessionID, refresh: refresh,
+        let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
+        let refresh = RefreshTokenCredential(userID: userID, family: family, random: random)
+        let minted = MintedSession(sessionID: sessionID, family: family, refresh: refresh,
                                    issued: try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false,
                                                                   logger: logger))
         byUser[userID] = minted

@@ -16,7 +16,9 @@ struct IssuedTokens: Sendable {
     let accessToken: String
     let accessTokenLifetime: Int64
     let refreshToken: String
-    let refreshTokenLifetime: Int64
+    /// What the refresh token's record allows (the flows cap it by the session's maximum age and a
+    /// guest's expiry once they know them).
+    var refreshTokenLifetime: Int64
     let credentials: TemporaryCredentials
 }
 

@@ -39,6 +39,8 @@ public struct AuthConfiguration: Sendable {
     public var accessTokenTTL: Int64 = 900
     public var refreshTokenTTL: Int64 = 2_592_000
     public var refreshGrace: Int64 = 30
+    /// AUTH_SESSION_MAX_AGE: no refresh succeeds once a session is this old (0: no limit).
+    public var sessionMaxAge: Int64 = 7_776_000
     /// A session younger than this may delete its account without presenting an ID token again.
     public var reauthenticationWindow: Int64 = 300
     public var maxSessions = 5
@@ -133,6 +135,7 @@ public struct AuthConfiguration: Sendable {
         configuration.accessTokenTTL = try reader.integer("AUTH_ACCESS_TOKEN_TTL", in: 60...86_400) ?? 900
         configuration.refreshTokenTTL = try reader.integer("AUTH_REFRESH_TOKEN_TTL", in: 300...31_536_000) ?? 2_592_000
         configuration.refreshGrace = try reader.integer("AUTH_REFRESH_GRACE", in: 0...3600) ?? 30
+        configuration.sessionMaxAge = try reader.integer("AUTH_SESSION_MAX_AGE", in: 0...315_360_000) ?? 7_776_000
         configuration.reauthenticationWindow = try reader.integer("AUTH_REAUTH_WINDOW", in: 0...86_400) ?? 300
         configuration.maxSessions = Int(try reader.integer("AUTH_MAX_SESSIONS", in: 1...1000) ?? 5)
         configuration.guestsEnabled = try reader.onOff("AUTH_GUEST") ?? false
@@ -171,7 +174,10 @@ public struct AuthConfiguration: Sendable {
         if let secret = configuration.credentialsSecret, secret.utf8.count < 16 {
             throw configError("AUTH_CREDENTIALS_SECRET", "must be at least 16 characters")
         }
-        configuration.credentialsTTL = try reader.integer("AUTH_CREDENTIALS_TTL", in: 900...43_200) ?? 3600
+        // Credentials outlive a sign-out until they expire: by default no longer than an access
+        // token would, within the 900 s to 43200 s that STS (and the contract) allow.
+        configuration.credentialsTTL = try reader.integer("AUTH_CREDENTIALS_TTL", in: 900...43_200)
+            ?? min(max(configuration.accessTokenTTL, 900), 43_200)
         configuration.stsRoleARN = reader.string("AUTH_STS_ROLE_ARN")
         configuration.stsEndpoint = try reader.url("AUTH_STS_ENDPOINT")
         configuration.userBucket = reader.string("AUTH_USER_BUCKET")
