@@ -23,6 +23,8 @@ public struct AuthConfiguration: Sendable {
     /// Sign in with Apple's back channel (code exchange, revocation); nil: off.
     public var appleServer: AppleServerSettings?
     public var requireNonce = false
+    /// AUTH_OIDC_PROVIDERS (or _FILE): the configured OpenID Connect providers (contract section 14).
+    public var oidcProviders: [OIDCProviderSettings] = []
     public var clockSkew: Int64 = 60
     public var emailLinking: EmailLinking = .verified
     public var store: StoreLocation = .local(directory: ".auth-store")
@@ -105,6 +107,7 @@ public struct AuthConfiguration: Sendable {
 
         configuration.appleServer = try AppleServerSettings.fromEnvironment(reader)
         configuration.requireNonce = try reader.bool("AUTH_REQUIRE_NONCE") ?? false
+        configuration.oidcProviders = try OIDCProviderSettings.fromEnvironment(reader, requireNonce: configuration.requireNonce)
         configuration.clockSkew = try reader.integer("AUTH_CLOCK_SKEW", in: 0...3600) ?? 60
         if let linking = reader.string("AUTH_LINK_BY_EMAIL") {
             guard let value = EmailLinking(rawValue: linking) else {
