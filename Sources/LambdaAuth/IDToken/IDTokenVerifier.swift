@@ -40,7 +40,7 @@ public struct VerifiedIdentity: Sendable {
         let verified: Bool
         switch policy {
         case .claim: verified = IDTokenClaims.flag(claims["email_verified"])
-        case .always: verified = email != nil
+        case .always: verified = !(email ?? "").isEmpty
         case .never: verified = false
         }
         self.init(provider: provider, subject: subject, email: email, emailVerified: verified,

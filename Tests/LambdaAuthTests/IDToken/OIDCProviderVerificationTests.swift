@@ -179,6 +179,8 @@ final class OIDCProviderVerificationTests {
         let verifier = try verifier([entry(["emailVerified": "always"])])
         let identity = try verifier.verify(token { $0.email = nil }, provider: Self.okta, nonce: nil)
         #expect(identity.email == nil && !identity.emailVerified)
+        let empty = try verifier.verify(token { $0.email = "" }, provider: Self.okta, nonce: nil)
+        #expect(!empty.emailVerified)
     }
 
     @Test func aNameThatIsNotConfiguredIsUnsupported() throws {
