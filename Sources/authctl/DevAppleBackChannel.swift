@@ -23,6 +23,8 @@ final class DevAppleBackChannel: Sendable {
     let server: DevAppleServer
     private let teamKey = P256.Signing.PrivateKey()
     private let dataKey = SystemRandomSource().bytes(32)
+    /// `{{dataKey NAME}}`: data keys made on first mention, for rotation scenarios.
+    private let namedDataKeys = Mutex<[String: [UInt8]]>([:])
 
     init(identityProvider: DevIdentityProvider, start: Int64) throws {
         clock = SteppedClock(start)
@@ -41,7 +43,25 @@ final class DevAppleBackChannel: Sendable {
     }
 }
 
+extension DevAppleBackChannel {
+    /// Base64, as AUTH_DATA_KEYS lists them; the same key wherever the name appears in one run.
+    func dataKey(named name: String) -> String {
+        namedDataKeys.withLock { keys in
+            if let key = keys[name] { return Base64.encoded(key) }
+            let key = SystemRandomSource().bytes(32)
+            keys[name] = key
+            return Base64.encoded(key)
+        }
+    }
+}
+
 extension PlaceholderFiller {
+    /// `{{dataKey NAME}}`: a data key of the scenario's Apple back channel.
+    func dataKey(named name: String) throws -> String {
+        guard let appleServer else { throw CommandFailure("{{dataKey}} needs \"appleServer\": true in the scenario") }
+        return appleServer.dataKey(named: name)
+    }
+
     /// `{{appleCode sub=… aud=…}}`: a code the scenario's dev Apple server exchanges once.
     func appleCode(_ options: [String: String]) throws -> String {
         guard let appleServer else { throw CommandFailure("{{appleCode}} needs \"appleServer\": true in the scenario") }

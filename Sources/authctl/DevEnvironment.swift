@@ -134,6 +134,7 @@ struct PlaceholderFiller {
             }
             return signingKeys.key(named: words[1], algorithm: algorithm).pemRepresentation
         }
+        if head == "dataKey", words.count == 2 { return try dataKey(named: words[1]) }
         if head == "appleCode" || head == "appleNotification" {
             let options = try PlaceholderFiller.options(words.dropFirst())
             return head == "appleCode" ? try appleCode(options) : try appleNotification(options)

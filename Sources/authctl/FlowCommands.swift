@@ -145,6 +145,8 @@ struct ReplayCommand: ParsableCommand {
     @Flag(help: "List every step, not only failures.") var verbose = false
     @Option(help: "local (default) or dynamodb.") var backend: String?
     @Option(help: "The DynamoDB and STS endpoint, with --backend dynamodb.") var endpoint: String?
+    @Option(help: "Run every step with AUTH_METRICS=emf, check its one EMF line, and append the lines to this file.")
+    var metricsOut: String?
     @Argument(help: "Scenario files.") var files: [String] = []
 
     func run() throws {
@@ -152,7 +154,8 @@ struct ReplayCommand: ParsableCommand {
         let backend = try ReplayBackend(name: backend, endpoint: endpoint)
         guard !files.isEmpty else { throw CommandFailure("name at least one scenario file", exitCode: 2) }
         let runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
-                                    baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") }, backend: backend)
+                                    baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") }, backend: backend,
+                                    metricsFile: metricsOut)
         var passed = 0, failed = 0
         for file in files {
             let scenario = try Scenario(path: file, root: ".")

@@ -6,7 +6,7 @@ struct KeyCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Access-token signing keys.",
-        subcommands: [Generate.self]
+        subcommands: [Generate.self, Reseal.self]
     )
 
     /// The algorithms an access-token key may sign, by the key type that signs each.
@@ -39,6 +39,21 @@ struct KeyCommands: ParsableCommand {
             let key = AccessTokenKey.generate(algorithm.jws)
             print(key.pemRepresentation)
             standardError("kid \(key.keyID) (\(key.algorithm.rawValue))")
+        }
+    }
+
+    /// Kept apart from the signing keys' commands: it reads only AUTH_DATA_KEYS and the store.
+    struct Reseal: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Re-seal every stored value under the first key of AUTH_DATA_KEYS (README, \"Data-key rotation\").")
+
+        func run() throws {
+            let configuration = try AuthCtlContext.current.configuration()
+            guard let keys = configuration.dataKeys else {
+                throw CommandFailure("\(DataKeys.variable) (or AUTH_DATA_KEY) is not set: there is no key to re-seal under")
+            }
+            let outcome = try ProviderTokenReseal.run(table: makeTable(configuration, clock: configuration.clock), keys: keys)
+            print("re-sealed \(outcome.resealed), already under the first key \(outcome.alreadyCurrent)")
         }
     }
 }

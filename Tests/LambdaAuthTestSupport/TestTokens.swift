@@ -140,3 +140,17 @@ public enum VerifierEnvironment {
         return environment
     }
 }
+
+/// Local parts spelled with a character that Unicode case mapping folds into another letter,
+/// and the address each must never reach: lowercasing takes the Kelvin sign to `k`, the
+/// Angstrom and Ohm signs to `\u{E5}` and `\u{3C9}`; case folding takes a long s to `s`;
+/// uppercasing takes a dotless i to `I`.
+public enum TestAddresses {
+    public static let folding: [(name: String, localPart: String, twin: String)] = [
+        ("the Kelvin sign U+212A", "\u{212A}evin", "kevin"),
+        ("the Angstrom sign U+212B", "\u{212B}ngstrom", "\u{E5}ngstrom"),
+        ("the Ohm sign U+2126", "\u{2126}hm", "\u{3C9}hm"),
+        ("a dotless i U+0131", "adm\u{131}n", "admin"),
+        ("a long s U+017F", "\u{17F}am", "sam"),
+    ]
+}

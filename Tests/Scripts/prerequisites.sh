@@ -6,8 +6,8 @@
 #   package: zip/unzip, advzip, binutils (strip, objdump, readelf) and a C compiler for the zips
 #            and their checks.
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
-#            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server]) and cfn-lint
-#            with the SAM translator.
+#            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
+#            aws-embedded-metrics, jsonschema) and cfn-lint with the SAM translator.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
 set -euo pipefail
@@ -99,6 +99,9 @@ test)
     # SAM translator (cfn-lint brings it) that turns Infra/template.yaml into what CloudFormation deploys.
     python_has jwt || pip_install 'PyJWT[crypto]'
     python_has samtranslator.translator.transform || pip_install aws-sam-translator
+    # AWS's own EMF library, whose validators check our metric lines (and jsonschema, for the spec's schema).
+    python_has aws_embedded_metrics.validator || pip_install aws-embedded-metrics
+    python_has jsonschema || pip_install jsonschema
     ;;
 *)
     fail "usage: prerequisites.sh demo|package|test"

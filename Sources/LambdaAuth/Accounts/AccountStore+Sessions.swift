@@ -66,9 +66,12 @@ extension AccountStore {
     }
 
     /// The email claims that point at the user (an identity's email at the time it was claimed).
+    /// Claims written before email keys were ASCII-only were keyed by full Unicode lowercasing:
+    /// both forms are candidates, and only those this user owns are deleted.
     func emailClaims(of user: UserView) throws(AuthError) -> [String] {
-        var candidates = Set(user.identities.compactMap { $0.email?.lowercased() })
-        if let email = user.profile.email { candidates.insert(email.lowercased()) }
+        let addresses = user.identities.compactMap(\.email) + (user.profile.email.map { [$0] } ?? [])
+        var candidates = Set(addresses.map { $0.lowercased() })
+        candidates.formUnion(addresses.compactMap(EmailKey.of))
         var claims: [String] = []
         for email in candidates.sorted() where try emailOwner(email) == user.profile.userID { claims.append(email) }
         return claims

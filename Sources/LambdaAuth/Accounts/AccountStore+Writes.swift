@@ -8,6 +8,12 @@ extension AccountStore {
                            sessionCreatedAt: sessionCreatedAt, user: user)
     }
 
+    static func emailClaimItem(_ key: String, userID: String) -> Item {
+        var item = Keys.email(key).item
+        item["userId"] = .s(userID)
+        return item
+    }
+
     // MARK: - A new user
 
     struct NewAccount {
@@ -40,9 +46,7 @@ extension AccountStore {
         plan.add(.link, .put(account.identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
         plan.add([.put(account.identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)")])
         if let email = account.emailClaim {
-            var emailItem = Keys.email(email).item
-            emailItem["userId"] = .s(userID)
-            plan.add(.email, .put(emailItem, condition: "attribute_not_exists(PK)"))
+            plan.add(.email, .put(AccountStore.emailClaimItem(email, userID: userID), condition: "attribute_not_exists(PK)"))
         }
         plan.add([
             .put(account.session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
@@ -69,6 +73,27 @@ extension AccountStore {
         var evicted: [String]
         /// Their refresh tokens not revoked yet, revoked in the same commit as far as it has room.
         var evictedTokens: [TableKey] = []
+        /// The profile's email changed and the user held a claim on the old one.
+        var emailClaimMove: EmailClaimMove? = nil
+    }
+
+    /// The claim on an address the user's provider no longer reports, released, and the new
+    /// address claimed when it is verified, keyable and nobody's (else the user holds no claim):
+    /// otherwise whoever gets the old address later (a recycled mailbox) joins the account by it.
+    struct EmailClaimMove {
+        var release: String
+        var claim: String?
+    }
+
+    /// What moves when `profile` (refreshed from an identity) no longer has `previousEmail`;
+    /// nil when the email key is unchanged or the user holds no claim on the old address.
+    func emailClaimMove(of profile: UserProfile, previousEmail: String?) throws(AuthError) -> EmailClaimMove? {
+        guard let old = previousEmail.flatMap(EmailKey.of) else { return nil }
+        let new = profile.emailVerified ? profile.email.flatMap(EmailKey.of) : nil
+        if let new, new.sameBytes(as: old) { return nil }
+        guard let oldOwner = try emailOwner(old), oldOwner.sameBytes(as: profile.userID) else { return nil }
+        guard let new, try emailOwner(new) == nil else { return EmailClaimMove(release: old, claim: nil) }
+        return EmailClaimMove(release: old, claim: new)
     }
 
     enum SessionOpeningOutcome {
@@ -80,7 +105,7 @@ extension AccountStore {
         case identityTaken
     }
 
-    private enum OpeningStep: Equatable { case profile, link, userSide }
+    private enum OpeningStep: Equatable { case profile, link, userSide, emailRelease, emailClaim }
 
     func open(_ opening: SessionOpening, now: Int64) throws(AuthError) -> SessionOpeningOutcome {
         let userID = opening.user.profile.userID
@@ -90,6 +115,11 @@ extension AccountStore {
         if let joining = opening.joining {
             plan.add(.link, .put(joining.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
             plan.add(.userSide, .put(joining.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        }
+        if let move = opening.emailClaimMove {
+            plan.add(.emailRelease, .delete(key: Keys.email(move.release), condition: "userId = :user",
+                                            attributes: ExpressionAttributes(values: [":user": .s(userID)])))
+            if let claim = move.claim { plan.add(.emailClaim, .put(AccountStore.emailClaimItem(claim, userID: userID), condition: "attribute_not_exists(PK)")) }
         }
         plan.add([
             .put(opening.session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
@@ -101,7 +131,8 @@ extension AccountStore {
         plan.add(opening.evictedTokens.prefix(room).map { AccountStore.revoke($0, now: now) })
         guard let cancellation = try table.run(plan) else { return .opened(revokedEveryEvictedToken: opening.evictedTokens.count <= room) }
         if cancellation.failed(.link) { return .identityTaken }
-        if cancellation.failed(.profile) || cancellation.failed(.userSide) { return .userChanged }
+        if cancellation.failed(.profile) || cancellation.failed(.userSide) || cancellation.failed(.emailRelease)
+            || cancellation.failed(.emailClaim) { return .userChanged }
         throw AuthError(.internal, "internal error", detail: "session opening cancelled: \(cancellation.codes)")
     }
 
@@ -125,7 +156,7 @@ extension AccountStore {
     /// (its user copy is a guest's, exact by its version): the profile's and the session's `ttl`
     /// move forward to it.
     func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64,
-                now: Int64) throws(AuthError) -> RotationOutcome {
+                now: Int64, activeAtMilliseconds: Int64) throws(AuthError) -> RotationOutcome {
         let guestExpiresAt = new.guestExpiresAt
         var plan = TransactionPlan<RotationStep>()
         if old.status == .active {
@@ -140,7 +171,7 @@ extension AccountStore {
         }
         plan.add([.put(new.item)])
         var profileNames = ["#sid": old.familyID, "#version": "version"]
-        var profileValues: [String: AttributeValue] = [":now": .n(now), ":version": .n(userVersion)]
+        var profileValues: [String: AttributeValue] = [":now": .n(activeAtMilliseconds), ":version": .n(userVersion)]
         var profileUpdate = "SET activeSessions.#sid = :now"
         if let guestExpiresAt {
             profileUpdate += ", #ttl = :guestExpiry"

@@ -9,8 +9,9 @@ enum Keys {
     static func userIdentity(_ userID: String, _ provider: ProviderName) -> TableKey {
         TableKey(pk: user(userID), sk: "IDENTITY#\(provider.rawValue)")
     }
-    static func email(_ address: String) -> TableKey {
-        TableKey(pk: "EMAIL#\(address.lowercased())", sk: "USER")
+    /// `key` is an `EmailKey`: the caller decides whether the address may be keyed at all.
+    static func email(_ key: String) -> TableKey {
+        TableKey(pk: "EMAIL#\(key)", sk: "USER")
     }
     static func profileKey(_ userID: String) -> TableKey { TableKey(pk: user(userID), sk: profile) }
     static func session(_ userID: String, _ sessionID: String) -> TableKey {
@@ -30,7 +31,8 @@ enum Keys {
 
 /// A user's PROFILE item, plus the bookkeeping the flows need to stay consistent under
 /// concurrency: `identityCount` (unlink never removes the last identity) and `activeSessions`
-/// (session id → last activity, so that the session limit is enforced atomically with a version).
+/// (session id → last activity in epoch milliseconds, so that the session limit is enforced
+/// atomically with a version; see `SessionActivity`).
 struct UserProfile: Sendable {
     var userID: String
     var email: String?
@@ -86,7 +88,7 @@ struct UserProfile: Sendable {
         identityCount = item["identityCount"]?.int64Value ?? 1
         var sessions: [String: Int64] = [:]
         for (sessionID, value) in item["activeSessions"]?.mapValue ?? [:] {
-            sessions[sessionID] = value.int64Value ?? 0
+            sessions[sessionID] = SessionActivity.milliseconds(stored: value.int64Value ?? 0)
         }
         activeSessions = sessions
         version = item["version"]?.int64Value ?? 0
@@ -342,6 +344,28 @@ struct SessionRecord: Sendable {
     var json: JSONValue {
         ["id": .string(sessionID), "createdAt": .string(Timestamps.format(createdAt))]
     }
+}
+
+/// Session activity is kept to the millisecond, so the session limit evicts exactly the least
+/// recently active session and `sessions` lists exactly most recent first: to the second, the
+/// sessions opened within one second tied and the order among them was arbitrary.
+enum SessionActivity {
+    /// Items written before kept epoch seconds. Below 10^11 a value is one of those: as
+    /// milliseconds it would be before March 1973, as seconds it is before the year 5138.
+    static func milliseconds(stored: Int64) -> Int64 {
+        stored < 100_000_000_000 ? stored * 1000 : stored
+    }
+
+    /// A new session's activity: now, and strictly after every activity already recorded, so the
+    /// order of sign-ins holds even when the clock does not move between them (AUTH_NOW, or
+    /// several sign-ins within a millisecond).
+    static func next(after recorded: some Sequence<Int64>, clock: any WallClock) -> Int64 {
+        max(clock.nowMilliseconds, (recorded.max() ?? 0) + 1)
+    }
+}
+
+extension WallClock {
+    var nowMilliseconds: Int64 { Int64((now() * 1000).rounded(.down)) }
 }
 
 /// Stored timestamps are ISO-8601 strings (readable in `authctl store` output); `ttl` is epoch

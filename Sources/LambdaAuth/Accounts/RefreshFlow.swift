@@ -46,7 +46,8 @@ struct RefreshFlow: Sendable {
             var next = store.newRefreshToken(refresh, sessionID: record.familyID, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
             // A guest lives AUTH_GUEST_TTL past its last refresh: this one moves every expiry forward.
             next.guestExpiresAt = snapshot.isGuest ? now + store.guestTTL : nil
-            switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, now: now) {
+            switch try store.rotate(record, to: next, userVersion: snapshot.profileVersion, now: now,
+                                    activeAtMilliseconds: clock.nowMilliseconds) {
             case .rotated:
                 logger.info("refreshed", metadata: ["userId": .string(record.userID), "sessionId": .string(record.familyID),
                                           "grace": .bool(record.status == .used)])

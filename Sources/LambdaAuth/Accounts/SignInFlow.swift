@@ -53,22 +53,34 @@ struct SignInFlow: Sendable {
     /// conditional on the link not existing, so the losers of concurrent first sign-ins of one
     /// identity re-read the link and sign in to the winner.
     func findOrCreateUser(_ identity: VerifiedIdentity, request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
-        let verifiedEmail = identity.emailVerified ? identity.email : nil
+        // A non-ASCII address has no key: it joins no one and claims nothing (EmailKey).
+        let verifiedEmail = identity.emailVerified ? identity.email.flatMap(EmailKey.of) : nil
         var claimEmail = verifiedEmail != nil
+        // Fixed for the whole sign-in, so a lost race retries with the tokens already minted.
+        let newUserID = newIdentifier(random)
+        var minted = MintedSessions(tokens: tokens, random: random, logger: logger)
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
-                switch try openSession(userID: userID, identity: identity, request: request, joining: nil, logger: logger) {
+                switch try openSession(userID: userID, minted: minted.session(for: userID), identity: identity, request: request,
+                                       joining: nil, logger: logger) {
                 case .opened(let result): return result
                 case .userDeleted: return nil  // a new user, next attempt
-                case .identityTaken, .userUnavailable:
+                case .userUnavailable:
+                    // A deletion's last transaction removes the profile and the links together:
+                    // a link read before it and a profile read after it is that race, not damage,
+                    // and the link read again leads to whoever holds the identity now.
+                    if try store.linkedUserID(identity.provider, identity.subject) != userID { return nil }
                     throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "user \(userID) has a link but no profile")
+                case .identityTaken:
+                    throw AuthError(.internal, "internal error", detail: "a session opening without joining found the identity taken")
                 }
             }
             if let email = verifiedEmail, let owner = try store.emailOwner(email) {
                 if emailLinking == .verified {
                     let joining = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email,
                                                  linkedAt: clock.nowSeconds)
-                    switch try openSession(userID: owner, identity: identity, request: request, joining: joining, logger: logger) {
+                    switch try openSession(userID: owner, minted: minted.session(for: owner), identity: identity, request: request,
+                                           joining: joining, logger: logger) {
                     case .opened(let result):
                         logger.info("linked a new identity to an existing user by verified email",
                                     metadata: ["userId": .string(owner), "provider": .string(identity.provider.rawValue)])
@@ -84,7 +96,8 @@ struct SignInFlow: Sendable {
                     claimEmail = false
                 }
             }
-            switch try createUser(identity, request: request, claimEmail: claimEmail, logger: logger) {
+            switch try createUser(identity, minted: minted.session(for: newUserID), request: request, claimEmail: claimEmail,
+                                  logger: logger) {
             case .created(let result): return result
             case .identityTaken: return nil  // lost the race for this identity: sign in to the winner
             case .emailTaken:
@@ -101,21 +114,19 @@ struct SignInFlow: Sendable {
         case emailTaken
     }
 
-    func createUser(_ identity: VerifiedIdentity, request: SignInRequest, claimEmail: Bool, logger: Logger) throws(AuthError) -> Creation {
-        let userID = newIdentifier(random)
-        let sessionID = newIdentifier(random)
-        let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
+    func createUser(_ identity: VerifiedIdentity, minted: MintedSession, request: SignInRequest, claimEmail: Bool,
+                    logger: Logger) throws(AuthError) -> Creation {
+        let (userID, sessionID, refresh, issued) = (minted.refresh.userID, minted.sessionID, minted.refresh, minted.issued)
         let now = clock.nowSeconds
         let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
         var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
                                   displayName: identity.name ?? request.profileName, pictureURL: identity.picture, now: now)
-        profile.activeSessions[sessionID] = now
+        profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [linked])
         let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
         let account = AccountStore.NewAccount(
-            user: user, identity: linked, emailClaim: claimEmail ? identity.email : nil, session: session,
+            user: user, identity: linked, emailClaim: claimEmail ? identity.email.flatMap(EmailKey.of) : nil, session: session,
             refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now))
         switch try store.create(account) {
         case .created:
@@ -140,11 +151,9 @@ struct SignInFlow: Sendable {
     /// token and refreshes the profile from the identity, in one transaction guarded by the
     /// profile's version. `joining` (sign-in by verified email) links the identity in the same
     /// transaction.
-    func openSession(userID: String, identity: VerifiedIdentity, request: SignInRequest, joining: LinkedIdentity?,
+    func openSession(userID: String, minted: MintedSession, identity: VerifiedIdentity, request: SignInRequest, joining: LinkedIdentity?,
                      logger: Logger) throws(AuthError) -> SessionOpening {
-        let sessionID = newIdentifier(random)
-        let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false, logger: logger)
+        let (sessionID, refresh, issued) = (minted.sessionID, minted.refresh, minted.issued)
         return try retry.run("session opening") { () throws(AuthError) -> SessionOpening? in
             let now = clock.nowSeconds
             guard var user = try store.user(userID) else { return .userUnavailable }
@@ -152,27 +161,35 @@ struct SignInFlow: Sendable {
                 try deletion.finish(userID: userID, logger: logger)
                 return .userDeleted
             }
+            if user.profile.activeSessions[sessionID] != nil, let opened = try store.session(userID: userID, sessionID: sessionID) {
+                // An earlier attempt of this sign-in committed though its answer was lost (a
+                // transaction retried after a timeout): the session is open, with these tokens.
+                return .opened(SignInResult(user: user, isNewUser: false, session: opened, tokens: issued))
+            }
             if let joining {
                 if user.identities.contains(where: { $0.provider == joining.provider }) { return .userUnavailable }
                 user.identities.append(joining)
                 user.profile.identityCount += 1
             }
             let readVersion = user.profile.version
+            let previousEmail = user.profile.email
             user.profile.refresh(from: identity, profileName: request.profileName)
+            let emailClaimMove = try store.emailClaimMove(of: user.profile, previousEmail: previousEmail)
             user.profile.lastSignInAt = now
             user.profile.updatedAt = now
+            let activity = SessionActivity.next(after: user.profile.activeSessions.values, clock: clock)
             // Least recently active first; a full house evicts until the new session fits.
             let evicted = user.profile.activeSessions.sorted { ($0.value, $0.key) < ($1.value, $1.key) }
                 .prefix(max(0, user.profile.activeSessions.count - maxSessions + 1)).prefix(90).map(\.key)
             for evictedID in evicted { user.profile.activeSessions[evictedID] = nil }
             let evictedTokens = evicted.isEmpty ? [] : try store.unrevokedRefreshTokenKeys(of: userID, families: Set(evicted))
-            user.profile.activeSessions[sessionID] = now
+            user.profile.activeSessions[sessionID] = activity
             user.profile.version = readVersion + 1
             let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
             let opening = AccountStore.SessionOpening(
                 user: user, readVersion: readVersion, joining: joining, session: session,
                 refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now),
-                evicted: evicted, evictedTokens: evictedTokens)
+                evicted: evicted, evictedTokens: evictedTokens, emailClaimMove: emailClaimMove)
             switch try store.open(opening, now: now) {
             case .opened(let revokedEveryEvictedToken):
                 for evictedID in evicted {
@@ -199,12 +216,46 @@ struct SignInFlow: Sendable {
     }
 }
 
+/// The session a sign-in opens, with its tokens and temporary credentials.
+struct MintedSession: Sendable {
+    let sessionID: String
+    let refresh: RefreshTokenCredential
+    let issued: IssuedTokens
+}
+
+/// Minting happens before the sign-in's write (a failure, such as STS down, leaves the store as
+/// it was) but outside its optimistic retries: at most once per user the sign-in lands on (one,
+/// unless a race moves the identity to another user), never once per lost race.
+struct MintedSessions {
+    let tokens: any TokenIssuing
+    let random: any RandomSource
+    let logger: Logger
+    private var byUser: [String: MintedSession] = [:]
+
+    init(tokens: any TokenIssuing, random: any RandomSource, logger: Logger) {
+        self.tokens = tokens
+        self.random = random
+        self.logger = logger
+    }
+
+    mutating func session(for userID: String) throws(AuthError) -> MintedSession {
+        if let minted = byUser[userID] { return minted }
+        let sessionID = newIdentifier(random)
+        let refresh = RefreshTokenCredential(userID: userID, random: random)
+        let minted = MintedSession(sessionID: sessionID, refresh: refresh,
+                                   issued: try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false,
+                                                                  logger: logger))
+        byUser[userID] = minted
+        return minted
+    }
+}
+
 extension UserProfile {
     /// Takes the provider's latest data; an absent value never erases a stored one. Apple's
     /// one-time `profile.name` only fills an empty display name.
     mutating func refresh(from identity: VerifiedIdentity, profileName: String?) {
         if let email = identity.email {
-            emailVerified = email == self.email ? (emailVerified || identity.emailVerified) : identity.emailVerified
+            emailVerified = self.email.map(email.sameBytes) == true ? (emailVerified || identity.emailVerified) : identity.emailVerified
             self.email = email
         }
         if let name = identity.name { displayName = name }

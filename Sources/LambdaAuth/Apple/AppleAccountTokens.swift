@@ -11,7 +11,7 @@ struct AppleAccountTokens: Sendable {
 
     init(settings: AppleServerSettings?, http: any HTTPClient, store: AccountStore, clock: any WallClock) {
         client = settings.map { AppleTokenClient(settings: $0, secrets: AppleClientSecrets(settings: $0, clock: clock), http: http) }
-        sealing = settings.map { ProviderTokenSealing(key: $0.dataKey) }
+        sealing = settings.map { ProviderTokenSealing(keys: $0.dataKeys) }
         self.store = store
         self.clock = clock
     }
@@ -35,7 +35,7 @@ struct AppleAccountTokens: Sendable {
         guard let parsed = try? JSONWebToken(parsing: grant.idToken), let subject = parsed.claims["sub"]?.stringValue else {
             throw AuthError(.providerUnavailable, "Apple's token endpoint answered with an unreadable ID token")
         }
-        guard subject == identity.subject else {
+        guard subject.sameBytes(as: identity.subject) else {
             throw AuthError(.authorizationCodeInvalid, "the authorization code belongs to another Apple account than the ID token")
         }
         return ExchangedGrant(clientID: clientID, refreshToken: grant.refreshToken)
@@ -63,10 +63,7 @@ struct AppleAccountTokens: Sendable {
     func revokeStored(userID: String, logger: Logger) throws(AuthError) {
         guard let client, let sealing else { return }
         guard let record = try store.providerToken(userID: userID, provider: .apple) else { return }
-        guard let token = sealing.open(record.sealedToken, userID: userID, provider: .apple, subject: record.subject) else {
-            throw AuthError(.configError, "AUTH_DATA_KEY does not open the stored Apple token (was the key changed?)",
-                            detail: "user \(userID)")
-        }
+        guard let token = sealing.open(record)?.plaintext else { throw ProviderTokenSealing.unopenable(userID: userID) }
         try client.revoke(refreshToken: token, clientID: record.clientID)
         logger.info("revoked Apple's refresh token", metadata: ["userId": .string(userID)])
     }

@@ -87,7 +87,7 @@ struct AppleNotificationFlow: Sendable {
         let deletedAccount = try retry.run("Apple consent revocation") { () throws(AuthError) -> Bool? in
             guard let user = try store.user(userID) else { return false }
             guard user.profile.deletionRequestedAt == nil else { return true }
-            guard let identity = user.identities.first(where: { $0.provider == .apple && $0.subject == subject }) else { return false }
+            guard let identity = user.identities.first(where: { $0.provider == .apple && $0.subject.sameBytes(as: subject) }) else { return false }
             if user.identities.count == 1 { return true }
             let now = clock.nowSeconds
             let sessions = user.profile.activeSessions.keys.sorted()
@@ -113,7 +113,7 @@ struct AppleNotificationFlow: Sendable {
     func setEmailDeliverable(_ deliverable: Bool, userID: String, subject: String) throws(AuthError) {
         try retry.run("Apple email deliverability") { () throws(AuthError) -> Void? in
             guard let user = try store.user(userID), user.profile.deletionRequestedAt == nil,
-                  let identity = user.identities.first(where: { $0.provider == .apple && $0.subject == subject }) else { return () }
+                  let identity = user.identities.first(where: { $0.provider == .apple && $0.subject.sameBytes(as: subject) }) else { return () }
             if identity.emailDeliverable == deliverable { return () }
             return try store.setEmailDeliverable(deliverable, of: identity, user: user, now: clock.nowSeconds) ? () : nil
         }

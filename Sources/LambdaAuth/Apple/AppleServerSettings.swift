@@ -9,15 +9,15 @@ public struct AppleServerSettings: Sendable {
     public var privateKey: P256.Signing.PrivateKey
     public var tokenURL: String
     public var revokeURL: String
-    /// AES-256-GCM key for the stored Apple refresh tokens (AUTH_DATA_KEY).
-    public var dataKey: SymmetricKey
+    /// The keys of the stored Apple refresh tokens (AUTH_DATA_KEYS or AUTH_DATA_KEY).
+    public var dataKeys: DataKeys
 
     public static let defaultTokenURL = "https://appleid.apple.com/auth/token"
     public static let defaultRevokeURL = "https://appleid.apple.com/auth/revoke"
 
     /// nil when none of the three is set (the back channel is off). Some but not all of them is a
     /// CONFIG_ERROR naming what is missing; no message ever quotes a value.
-    static func fromEnvironment(_ reader: EnvironmentReader) throws(AuthError) -> AppleServerSettings? {
+    static func fromEnvironment(_ reader: EnvironmentReader, dataKeys: DataKeys?) throws(AuthError) -> AppleServerSettings? {
         let teamID = reader.string("AUTH_APPLE_TEAM_ID")
         let keyID = reader.string("AUTH_APPLE_KEY_ID")
         var pem = reader.string("AUTH_APPLE_PRIVATE_KEY")
@@ -33,13 +33,6 @@ public struct AppleServerSettings: Sendable {
         // Checked even with the back channel off: an invalid value is never silently ignored.
         let tokenURL = try reader.secureURL("AUTH_APPLE_TOKEN_URL")
         let revokeURL = try reader.secureURL("AUTH_APPLE_REVOKE_URL")
-        var dataKey: [UInt8]?
-        if let encodedDataKey = reader.string("AUTH_DATA_KEY") {
-            guard let decoded = Base64.decoded(encodedDataKey.trimmingCharacters(in: " \n")), decoded.count == 32 else {
-                throw AuthConfiguration.configError("AUTH_DATA_KEY", "must be 32 bytes, base64")
-            }
-            dataKey = decoded
-        }
         guard teamID != nil || keyID != nil || pem != nil else { return nil }
         guard let teamID else { throw AuthConfiguration.configError("AUTH_APPLE_TEAM_ID", "is required with AUTH_APPLE_KEY_ID and AUTH_APPLE_PRIVATE_KEY") }
         guard let keyID else { throw AuthConfiguration.configError("AUTH_APPLE_KEY_ID", "is required with AUTH_APPLE_TEAM_ID and AUTH_APPLE_PRIVATE_KEY") }
@@ -52,11 +45,11 @@ public struct AppleServerSettings: Sendable {
         } catch {
             throw AuthConfiguration.configError(keyVariable, "is not a PEM EC P-256 private key (Apple's .p8)")
         }
-        guard let dataKey else {
-            throw AuthConfiguration.configError("AUTH_DATA_KEY", "is required with AUTH_APPLE_TEAM_ID: Apple's refresh tokens are stored encrypted under it")
+        guard let dataKeys else {
+            throw AuthConfiguration.configError("AUTH_DATA_KEYS", "(or AUTH_DATA_KEY) is required with AUTH_APPLE_TEAM_ID: Apple's refresh tokens are stored encrypted under it")
         }
         return AppleServerSettings(teamID: teamID, keyID: keyID, privateKey: privateKey,
                                    tokenURL: tokenURL ?? defaultTokenURL, revokeURL: revokeURL ?? defaultRevokeURL,
-                                   dataKey: SymmetricKey(data: dataKey))
+                                   dataKeys: dataKeys)
     }
 }

@@ -55,6 +55,9 @@ struct AppleTokenClient: Sendable {
         do {
             return try http.send(request)
         } catch {
+            if case .libraryUnavailable(let reason) = error {
+                throw AuthError(.configError, "Apple's \(what) endpoint cannot be reached: \(reason)")
+            }
             throw AuthError(.providerUnavailable, "Apple's \(what) endpoint cannot be reached", detail: error.description)
         }
     }

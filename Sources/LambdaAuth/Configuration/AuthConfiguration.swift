@@ -22,6 +22,8 @@ public struct AuthConfiguration: Sendable {
     public var apple: Provider
     /// Sign in with Apple's back channel (code exchange, revocation); nil: off.
     public var appleServer: AppleServerSettings?
+    /// AUTH_DATA_KEYS (or AUTH_DATA_KEY): what seals values at rest; nil when neither is set.
+    public var dataKeys: DataKeys?
     public var requireNonce = false
     /// AUTH_OIDC_PROVIDERS (or _FILE): the configured OpenID Connect providers (contract section 14).
     public var oidcProviders: [OIDCProviderSettings] = []
@@ -105,7 +107,8 @@ public struct AuthConfiguration: Sendable {
                 jwksURL: reader.string("AUTH_APPLE_JWKS_URL") ?? "https://appleid.apple.com/auth/keys"),
             cacheDirectory: reader.string("AUTH_CACHE_DIR") ?? temporaryDirectory)
 
-        configuration.appleServer = try AppleServerSettings.fromEnvironment(reader)
+        configuration.dataKeys = try DataKeys.fromEnvironment(environment)
+        configuration.appleServer = try AppleServerSettings.fromEnvironment(reader, dataKeys: configuration.dataKeys)
         configuration.requireNonce = try reader.bool("AUTH_REQUIRE_NONCE") ?? false
         configuration.oidcProviders = try OIDCProviderSettings.fromEnvironment(reader, requireNonce: configuration.requireNonce)
         configuration.clockSkew = try reader.integer("AUTH_CLOCK_SKEW", in: 0...3600) ?? 60

@@ -5,6 +5,7 @@ public enum SecretVariables {
         "AUTH_SIGNING_KEYS",
         "AUTH_SIGNING_KEY",
         "AUTH_CREDENTIALS_SECRET",
+        "AUTH_DATA_KEYS",
         "AUTH_DATA_KEY",
         "AUTH_APPLE_PRIVATE_KEY",
         "AUTH_OTP_KEY",

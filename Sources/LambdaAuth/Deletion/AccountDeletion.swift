@@ -10,6 +10,8 @@ import Logging
 /// before (3) leaves a marked profile whose links still point at it, so the next delete-account
 /// or the next sign-in with one of its identities meets the mark and runs `finish` again (every
 /// step is idempotent); a crash never leaves a link or email claim pointing at a missing user.
+/// (4) the table erases what was deleted from its storage (the local store's log and files),
+/// before the request answers.
 struct AccountDeletion: Sendable {
     let store: AccountStore
     let retry: OptimisticRetry
@@ -17,6 +19,16 @@ struct AccountDeletion: Sendable {
     /// Steps (2) and (3) for a user whose profile is marked, or whose profile is already gone
     /// (then only leftovers of its partition remain, which no link points at).
     func finish(userID: String, logger: Logger) throws(AuthError) {
+        try deleteEveryItem(of: userID, logger: logger)
+        do {
+            try store.table.eraseDeletedItems()
+        } catch {
+            // Deleted for every reader already; the next checkpoint erases it from the files.
+            throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "erasing the deleted account's items: \(error)")
+        }
+    }
+
+    private func deleteEveryItem(of userID: String, logger: Logger) throws(AuthError) {
         try retry.run("deletion") { () throws(AuthError) -> Void? in
             guard let user = try store.user(userID) else {
                 try store.delete(try store.deletableItems(of: userID))
@@ -95,7 +107,7 @@ struct Reauthentication: Sendable {
         } else {
             identity = try verifier.verify(proof.idToken, provider: proof.provider, nonce: proof.nonce)
         }
-        guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject == identity.subject }) else {
+        guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject.sameBytes(as: identity.subject) }) else {
             throw AuthError(.reauthenticationRequired, "the ID token is not one of this account's identities")
         }
     }

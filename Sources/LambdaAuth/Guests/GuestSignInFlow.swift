@@ -2,7 +2,7 @@ import Logging
 
 /// `signin` with provider `guest` (contract section 9): a user with no identity, its first
 /// session and tokens, in one transaction. Creation is limited per source IP before anything is
-/// written; direct invocations (no source IP) are not limited.
+/// written (an HTTP event without a usable source IP is refused); direct invocations are not limited.
 ///
 /// Every item of a guest carries a `ttl` no later than its PROFILE's (`guestExpiresAt`, moved
 /// forward by each refresh), so the profile is the last item of a guest to vanish and nothing of it
@@ -19,15 +19,15 @@ struct GuestSignInFlow: Sendable {
     /// The provider name a guest sign-in sends; not an identity provider.
     static let providerName = "guest"
 
-    func signIn(device: [String: String], sourceIP: String?, logger: Logger) throws(AuthError) -> SignInResult {
+    func signIn(device: [String: String], origin: RequestOrigin, logger: Logger) throws(AuthError) -> SignInResult {
         guard enabled else {
             throw AuthError(.providerNotConfigured, "guest sign-in is off (AUTH_GUEST)")
         }
-        if let sourceIP {
+        if let sourceKey = try origin.rateLimitKey() {
             do {
-                try limiter.consume(.guestSignInPerIP, key: sourceIP, limit: perSourceIP, now: clock.nowSeconds)
+                try limiter.consume(.guestSignInPerIP, key: sourceKey, limit: perSourceIP, now: clock.nowSeconds)
             } catch where error.code == .rateLimited {
-                logger.warning("guest sign-in refused: rate limit", metadata: ["sourceIp": .string(sourceIP)])
+                logger.warning("guest sign-in refused: rate limit", metadata: ["sourceIp": .string(sourceKey)])
                 throw error
             }
         }
@@ -41,7 +41,7 @@ struct GuestSignInFlow: Sendable {
         profile.identityCount = 0
         profile.isGuest = true
         profile.guestExpiresAt = expiresAt
-        profile.activeSessions[sessionID] = now
+        profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [])
         var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, now: now)

@@ -25,6 +25,9 @@ public struct VerifiedIdentity: Sendable {
         self.claims = claims
     }
 
+    /// The longest `sub` or `email` accepted (contract section 13).
+    public static let maximumKeyPartBytes = 1024
+
     /// Reads the identity fields of a verified payload. `sub` is the one field an identity cannot do without.
     public init(provider: ProviderName, claims: [String: JSONValue]) throws(AuthError) {
         try self.init(provider: provider, claims: claims, emailVerified: .claim)
@@ -36,7 +39,13 @@ public struct VerifiedIdentity: Sendable {
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
             throw AuthError(.malformedToken, "the ID token has no sub")
         }
+        // Both become parts of table keys; DynamoDB refuses a partition key over 2,048 bytes,
+        // so one limit well inside it answers alike on every backend.
         let email = claims["email"]?.stringValue
+        guard subject.utf8.count <= VerifiedIdentity.maximumKeyPartBytes,
+              (email?.utf8.count ?? 0) <= VerifiedIdentity.maximumKeyPartBytes else {
+            throw AuthError(.malformedToken, "the ID token's sub or email is longer than \(VerifiedIdentity.maximumKeyPartBytes) bytes")
+        }
         let verified: Bool
         switch policy {
         case .claim: verified = IDTokenClaims.flag(claims["email_verified"])

@@ -17,7 +17,11 @@ public struct SignInHandler: RequestHandler {
         let result: SignInResult
         let provider = try body.requiredString("provider", maximumBytes: 64)
         if provider == GuestSignInFlow.providerName {
-            result = try guests.signIn(device: try SignInRequest.device(body), sourceIP: request.sourceIP, logger: context.logger)
+            // A client that sends a token believes it signs someone in: never a silent guest.
+            guard body.fields["idToken"] == nil, body.fields["authorizationCode"] == nil else {
+                throw AuthError(.invalidRequest, "provider guest takes no idToken or authorizationCode")
+            }
+            result = try guests.signIn(device: try SignInRequest.device(body), origin: request.origin, logger: context.logger)
         } else if provider == OneTimeCodeFlow.providerName {
             let identity = try oneTimeCodes.get().verify(body, logger: context.logger)
             let signIn = SignInRequest(provider: .email, idToken: "", nonce: nil, device: try SignInRequest.device(body), profileName: nil)
@@ -76,7 +80,12 @@ public struct LinkProviderHandler: RequestHandler {
         case .unlink:
             user = try flow.unlink(provider, for: caller, logger: context.logger)
         }
-        return InvocationResponse(body: ["user": user.json])
+        var response = InvocationResponse(body: ["user": user.json])
+        // The caller's session is the one acted through; a guest's first identity makes it a user.
+        let upgraded = action == .link && caller.user.profile.isGuest && !user.profile.isGuest
+        response.event = SecurityEvent(upgraded ? "guest_upgraded" : action == .link ? "identity_linked" : "identity_unlinked",
+                                       fields: ["userId": caller.userID, "sessionId": caller.sessionID])
+        return response
     }
 
     /// POST links (or unlinks with `"action": "unlink"`, for direct invocations); DELETE unlinks.
@@ -93,13 +102,15 @@ public struct LinkProviderHandler: RequestHandler {
 
 extension SignInRequest {
     init(_ body: RequestBody) throws(AuthError) {
-        let providerName = try body.requiredString("provider", maximumBytes: 64)
+        // The provider first: a mistyped one ("Guest") is named as such, not as a missing token.
+        provider = try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64))
         idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
-        provider = try ProviderName.parse(providerName)
         nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
         device = try SignInRequest.device(body)
         profileName = try body.optionalObject("profile")?.optionalString("name", maximumBytes: 256, emptyIsAbsent: true)
-        authorizationCode = try body.optionalString("authorizationCode", maximumBytes: 4096, emptyIsAbsent: true)
+        // An empty code is refused, not ignored: a sign-in without Apple's grant leaves nothing
+        // for the account's deletion to revoke at Apple.
+        authorizationCode = try body.optionalString("authorizationCode", maximumBytes: 4096)
         if authorizationCode != nil, provider != .apple {
             throw AuthError(.invalidRequest, "authorizationCode is accepted with provider apple only")
         }

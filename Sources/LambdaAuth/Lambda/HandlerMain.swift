@@ -43,17 +43,23 @@ public enum HandlerMain {
 
     /// One invocation end to end, as the stdin mode runs it: returns the response document.
     public static func invokeOnce(name: String, environment: [String: String], event: [UInt8], factory: Factory) -> JSONValue {
+        let startedAt = monotonicSeconds()
         let decoded = EventCodec.decode(event)
         var logger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment))
+        let requestID = SystemRandomSource().identifier(bits: 64)
         let settings: LambdaSettings
         do {
             settings = try LambdaSettings.fromEnvironment(environment)
             logger.logLevel = settings.logLevel
         } catch {
             logger.error("invalid configuration", metadata: ["reason": .string(error.message)])
-            return EventCodec.encode(InvocationResponse(error: error), kind: decoded.kind)
+            let response = InvocationResponse(error: error)
+            // Its event line still: a configuration error is a failure an operator must see.
+            RequestReport(handler: name, settings: LambdaSettings(), metricsSink: writeStandardErrorLine)
+                .record(try? decoded.request.get(), response, context: InvocationContext(requestID: requestID, logger: logger.with(requestID: requestID)),
+                        startedAt: startedAt)
+            return EventCodec.encode(response, kind: decoded.kind)
         }
-        let requestID = SystemRandomSource().identifier(bits: 64)
         let context = InvocationContext(requestID: requestID, logger: logger.with(requestID: requestID))
         let response: InvocationResponse
         switch decoded.request {
@@ -64,6 +70,9 @@ public enum HandlerMain {
                 try factory(environment, context.logger)
             }
         }
+        // stdout is the response here, so the metrics join the log on stderr.
+        RequestReport(handler: name, settings: settings, metricsSink: writeStandardErrorLine)
+            .record(try? decoded.request.get(), response, context: context, startedAt: startedAt)
         return EventCodec.encode(response, kind: decoded.kind)
     }
 

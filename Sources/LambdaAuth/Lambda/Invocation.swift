@@ -20,8 +20,9 @@ public struct InvocationRequest: Sendable {
     public var body: [String: JSONValue]
     /// The HTTP path (`rawPath`, or the REST API's `path`); empty for direct invocations.
     public var path: String
-    /// The client's address as API Gateway or the function URL saw it; nil for direct invocations
-    /// (another AWS service or an operator, not a client on the internet).
+    /// The client's address as API Gateway or the function URL saw it, unchecked (`origin` checks
+    /// it); nil for direct invocations (another AWS service or an operator, not a client on the
+    /// internet) and for HTTP events without a string there.
     public var sourceIP: String?
 
     public init(kind: EventKind, method: String = "POST", headers: [String: String] = [:], body: [String: JSONValue],
@@ -41,6 +42,9 @@ public struct InvocationResponse: Sendable {
     /// HTTP headers that replace or join the defaults (`cache-control: no-store`), lowercase
     /// names; HTTP events only (a direct invocation's response is the body itself).
     public var headers: [String: String]
+    /// The request's security event when the handler knows it better than its answer tells
+    /// (`SecurityEvent.of`): a link that upgraded a guest, the user a sign-out acted for.
+    public var event: SecurityEvent?
 
     public init(status: Int = 200, body: JSONValue, headers: [String: String] = [:]) {
         self.status = status

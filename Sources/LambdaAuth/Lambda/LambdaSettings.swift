@@ -1,10 +1,14 @@
 import Logging
 
 /// What the Lambda layer itself reads from the environment, before any handler exists: how much
-/// to log and whether the test hooks are on. Invalid values are CONFIG_ERRORs, as everywhere.
+/// to log, whether to write metrics and whether the test hooks are on. Invalid values are CONFIG_ERRORs, as everywhere.
 public struct LambdaSettings: Sendable {
     public var logLevel: Logger.Level = .info
     public var testMode = false
+    /// `AUTH_METRICS`: one Embedded Metric Format line per request, or none.
+    public var metrics = EmbeddedMetrics.Mode.off
+    /// `AUTH_METRICS_NAMESPACE`.
+    public var metricsNamespace = EmbeddedMetrics.defaultNamespace
 
     public init(logLevel: Logger.Level = .info, testMode: Bool = false) {
         self.logLevel = logLevel
@@ -21,6 +25,18 @@ public struct LambdaSettings: Sendable {
             settings.logLevel = value
         }
         settings.testMode = try reader.bool("AUTH_TEST_MODE") ?? false
+        if let mode = reader.string("AUTH_METRICS") {
+            guard let value = EmbeddedMetrics.Mode(rawValue: mode) else {
+                throw AuthConfiguration.configError("AUTH_METRICS", "must be off or emf")
+            }
+            settings.metrics = value
+        }
+        if let namespace = reader.string("AUTH_METRICS_NAMESPACE") {
+            guard EmbeddedMetrics.isValidNamespace(namespace) else {
+                throw AuthConfiguration.configError("AUTH_METRICS_NAMESPACE", "must be 1 to 255 of A-Z a-z 0-9 . - _ / # : and space, not starting with AWS/")
+            }
+            settings.metricsNamespace = namespace
+        }
         return settings
     }
 

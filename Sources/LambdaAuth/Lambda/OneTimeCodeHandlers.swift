@@ -1,8 +1,8 @@
 import Logging
 
 /// `otp-start` (contract section 10): `{"email"}` → 202 `{"sent": true, "expiresIn": N}`, the
-/// same for every valid address. Rate limits count the HTTP events' source IP; a direct
-/// invocation has none and is limited per address only.
+/// same for every valid address. Rate limits count the HTTP events' source IP (required there); a
+/// direct invocation has none and is limited per address only.
 public struct OneTimeCodeStartHandler: RequestHandler {
     let flow: Result<OneTimeCodeFlow, AuthError>
     public init(services: AuthServices) {
@@ -14,7 +14,7 @@ public struct OneTimeCodeStartHandler: RequestHandler {
         let flow = try flow.get()
         try flow.requireEnabled()
         let email = try EmailAddress(try RequestBody(request.body).requiredString("email", maximumBytes: 254))
-        let expiresIn = try flow.start(email, sourceIP: request.sourceIP, logger: context.logger)
+        let expiresIn = try flow.start(email, origin: request.origin, logger: context.logger)
         return InvocationResponse(status: 202, body: ["sent": true, "expiresIn": .number(expiresIn)])
     }
 }

@@ -13,13 +13,17 @@ public struct RuntimeLoop: Sendable {
     let handler: any RequestHandler
     let testMode: Bool
     let logger: Logger
+    /// Each request's event line and metrics.
+    let requestReport: RequestReport
 
     /// A loop around an already built handler (`run` builds one from the environment).
-    public init(client: RuntimeAPIClient, handler: any RequestHandler, testMode: Bool = false, logger: Logger) {
+    public init(client: RuntimeAPIClient, handler: any RequestHandler, testMode: Bool = false, logger: Logger,
+                report: RequestReport = RequestReport(handler: "handler", settings: LambdaSettings(), metricsSink: writeStandardOutputLine)) {
         self.client = client
         self.handler = handler
         self.testMode = testMode
         self.logger = logger
+        self.requestReport = report
     }
 
     /// Builds everything, then serves events until the Runtime API goes away. Returns the exit
@@ -42,7 +46,8 @@ public struct RuntimeLoop: Sendable {
             return failInit(client: client, logger: logger, error: AuthError.from(error), handlerName: name)
         }
         logger.debug("runtime loop started", metadata: ["handler": .string(name)])
-        let loop = RuntimeLoop(client: client, handler: handler, testMode: settings.testMode, logger: logger)
+        let loop = RuntimeLoop(client: client, handler: handler, testMode: settings.testMode, logger: logger,
+                               report: RequestReport(handler: name, settings: settings, metricsSink: writeStandardOutputLine))
         do {
             while true {
                 try loop.serve(try client.next())
@@ -87,9 +92,11 @@ public struct RuntimeLoop: Sendable {
             "traceId": getenv("_X_AMZN_TRACE_ID").map { .string(String(cString: $0)) } ?? .null,
             "deadlineMs": invocation.deadlineMilliseconds.map { .number($0) } ?? .null,
         ])
+        let startedAt = monotonicSeconds()
         let context = InvocationContext(requestID: invocation.requestID, logger: logger,
                                         deadlineMilliseconds: invocation.deadlineMilliseconds)
         let decoded = EventCodec.decode(invocation.event)
+        let request = try? decoded.request.get()
         let response: InvocationResponse
         switch decoded.request {
         case .failure(let error):
@@ -101,11 +108,16 @@ public struct RuntimeLoop: Sendable {
                 let typeName = String(describing: type(of: error.underlying))
                 logger.error("the handler failed unexpectedly", metadata: ["errorType": .string(typeName),
                                                                  "detail": .string(String(describing: error.underlying))])
+                requestReport.record(request, InvocationResponse(error: AuthError(.internal, "internal error")), context: context,
+                              startedAt: startedAt)
                 try report(invocation, RuntimeAPIClient.ErrorReport(
                     type: "Function.Unhandled", message: "the handler failed unexpectedly (\(typeName))"), logger: logger)
                 return
             }
         }
+        // Before the response goes out: the event line is part of answering, and a process frozen
+        // right after its response must not have left the request without one.
+        requestReport.record(request, response, context: context, startedAt: startedAt)
         let body = EventCodec.encode(response, kind: decoded.kind).serializedBytes()
         guard body.count <= RuntimeAPIClient.maximumResponseBytes else {
             logger.error("the response is over Lambda's 6 MB limit", metadata: ["bytes": .number(body.count)])

@@ -41,10 +41,15 @@ public struct SessionsHandler: RequestHandler {
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
         guard revoking else {
             let sessions = try flow.list(for: caller)
-            return InvocationResponse(body: ["sessions": .array(sessions.map(\.json))])
+            var response = InvocationResponse(body: ["sessions": .array(sessions.map(\.json))])
+            response.event = SecurityEvent("sessions", fields: ["userId": caller.userID, "sessionId": caller.sessionID])
+            return response
         }
         let sessionID = try body.requiredString("sessionId", maximumBytes: 128)
-        return InvocationResponse(body: ["revokedSessions": .number(Int64(try flow.revoke(sessionID, for: caller, logger: context.logger)))])
+        var response = InvocationResponse(body: ["revokedSessions": .number(Int64(try flow.revoke(sessionID, for: caller, logger: context.logger)))])
+        // The session acted on, not the caller's own.
+        response.event = SecurityEvent("session_revoked", fields: ["userId": caller.userID, "sessionId": sessionID])
+        return response
     }
 }
 
@@ -93,7 +98,7 @@ extension SignOutScope {
 extension SessionSummary {
     var json: JSONValue {
         ["id": .string(session.sessionID), "device": .object(session.device.mapValues(JSONValue.string)),
-         "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(lastActiveAt)),
+         "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(lastActiveAtMilliseconds / 1000)),
          "current": .bool(current)]
     }
 }

@@ -1,8 +1,9 @@
 import Crypto
 
-/// An address as the code flows key it: at most 254 bytes, exactly one `@` with something on both
-/// sides, no space or control character; lowercased, because mail providers treat addresses
-/// case-insensitively and one person must not get two identities (or two code budgets).
+/// An address as the code flows key it: at most 254 bytes, ASCII only (see `EmailKey`), exactly
+/// one `@` with something on both sides, no space or control character; its ASCII letters
+/// lowercased, because mail providers treat addresses case-insensitively and one person must not
+/// get two identities (or two code budgets).
 public struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
     public let normalized: String
 
@@ -10,12 +11,14 @@ public struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
         let bytes = Array(raw.utf8)
         let atCount = bytes.count { $0 == UInt8(ascii: "@") }
         guard bytes.count <= 254, atCount == 1, bytes.first != UInt8(ascii: "@"), bytes.last != UInt8(ascii: "@"),
-              !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }),
-              !raw.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.isWhitespace }) else {
-            throw AuthError(.invalidRequest, "email must be an address of at most 254 bytes with one @ and no spaces or control characters")
+              !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }), let key = EmailKey.of(raw) else {
+            throw AuthError(.invalidRequest, "email must be an ASCII address of at most 254 bytes with one @ and no spaces or control characters")
         }
-        normalized = raw.lowercased()
+        normalized = key
     }
+
+    /// What the per-address limit counts: the address without its `+tag`.
+    var rateLimitKey: String { EmailKey.withoutTag(normalized) }
 
     public var description: String { normalized }
 }

@@ -36,14 +36,15 @@ struct OneTimeCodeFlow: Sendable {
     /// Issues a code and sends it; returns its lifetime. The same writes whether or not a user
     /// has the address (no user is looked up), so the answer tells nothing about accounts.
     /// Limits are counted first (source IP, then address); a delivery failure withdraws the code.
-    func start(_ email: EmailAddress, sourceIP: String?, logger: Logger) throws(AuthError) -> Int64 {
+    func start(_ email: EmailAddress, origin: RequestOrigin, logger: Logger) throws(AuthError) -> Int64 {
         try requireEnabled()
+        let sourceKey = try origin.rateLimitKey()
         let now = clock.nowSeconds
         do {
-            if let sourceIP { try limiter.consume(.oneTimeCodesPerIP, key: sourceIP, limit: perSourceIP, now: now) }
-            try limiter.consume(.oneTimeCodesPerEmail, key: email.normalized, limit: perEmail, now: now)
+            if let sourceKey { try limiter.consume(.oneTimeCodesPerIP, key: sourceKey, limit: perSourceIP, now: now) }
+            try limiter.consume(.oneTimeCodesPerEmail, key: email.rateLimitKey, limit: perEmail, now: now)
         } catch where error.code == .rateLimited {
-            logger.warning("one-time code refused: rate limit", metadata: ["sourceIp": .string(sourceIP ?? "-")])
+            logger.warning("one-time code refused: rate limit", metadata: ["sourceIp": .string(sourceKey ?? "-")])
             throw error
         }
         guard let key = try key(true) else {

@@ -18,7 +18,7 @@ public struct RateLimitScope: Sendable, Hashable, CustomStringConvertible {
     public static let guestSignInPerIP = RateLimitScope("guest-ip")
 }
 
-/// A number of events allowed per fixed window (an hour unless said otherwise).
+/// A number of events allowed in any window of `window` seconds (an hour unless said otherwise).
 public struct RateLimit: Sendable, Equatable {
     public var count: Int
     public var window: Int64
@@ -28,55 +28,109 @@ public struct RateLimit: Sendable, Equatable {
         self.count = count
         self.window = window
     }
+
+    /// Events are counted in slots of a twelfth of the window (five minutes of an hour).
+    var slot: Int64 { max(1, window / TableRateLimiter.slotsPerWindow) }
+    /// Slots before the current one that a rolling window reaching back from now can touch.
+    var slotsBack: Int64 { (window + slot - 1) / slot }
 }
 
 /// Counts one event against a limit, or refuses it with RATE_LIMITED (`retryAfter`: the seconds
-/// left in the window). Whoever calls it decides what a key is (an IP, a lowercased email).
+/// until one more event would be allowed). Whoever calls it decides what a key is (an IP, an email).
 protocol RateLimiting: Sendable {
     func consume(_ scope: RateLimitScope, key: String, limit: RateLimit, now: Int64) throws(AuthError)
 }
 
-/// One counter item per (scope, key, window), updated by ONE conditional UpdateItem: the count
-/// goes up only while it is below the limit (or the item does not exist yet), so concurrent
-/// callers in any number of processes get exactly `limit` successes per window, with no read
-/// first. Windows are fixed (aligned on multiples of the window since the epoch); each item
-/// carries a `ttl` just past its window's end, and the next window is another item, so an expired
-/// counter is never counted again, even by DynamoDB conditions that still see it before its sweep.
+/// A limit that holds over ANY rolling window, not only over clock-aligned ones (with fixed hour
+/// windows, `limit` events at 10:59:59 and `limit` more at 11:00:00 made twice the limit in one
+/// second). One item per (scope, key) holds the counts of the last few slots of a twelfth of the
+/// window each; an event is allowed only while the slots a window ending now can reach, the
+/// current one and the `slotsBack` before it, hold fewer than `limit` events together. Those
+/// slots cover every window that ends now, so no rolling window ever holds more than `limit`.
+/// The price is conservatism: an event stays counted for up to one slot (5 minutes an hour)
+/// longer than a window. Storage is bounded: at most `slotsBack + 1` counts, older ones dropped
+/// at each write, and a `ttl` after which all of them are dead.
 ///
-/// The increment is `SET count = if_not_exists(count, 0) + 1` rather than `ADD`: the two are the
-/// same atomic update on DynamoDB, and the expression subset both backends share has no `ADD`.
+/// A condition expression cannot add up slots, so each event is a strongly consistent GetItem
+/// and a PutItem conditional on the `version` read: concurrent callers in any number of
+/// processes get exactly the limit (a loser re-reads; every lost race is someone else's win).
 struct TableRateLimiter: RateLimiting {
     let table: any Table
-    /// How long a counter stays after its window ends (clock differences between processes).
+    static let slotsPerWindow: Int64 = 12
+    /// How long a counter stays after its last slot could matter (clock differences between processes).
     static let lingering: Int64 = 60
+    /// Every lost race is another caller's success, so this only bounds a pathological store.
+    static let maximumAttempts = 64
 
     func consume(_ scope: RateLimitScope, key: String, limit: RateLimit, now: Int64) throws(AuthError) {
-        let windowStart = now - ((now % limit.window) + limit.window) % limit.window
-        let windowEnd = windowStart + limit.window
-        do {
-            try table.updateItem(
-                TableRateLimiter.counterKey(scope, key: key, windowStart: windowStart),
-                update: "SET #count = if_not_exists(#count, :zero) + :one, #ttl = :ttl",
-                condition: "attribute_not_exists(#count) OR #count < :limit",
-                attributes: ExpressionAttributes(names: ["#count": "count", "#ttl": "ttl"],
-                                                 values: [":zero": .n(0), ":one": .n(1), ":limit": .n(Int64(limit.count)),
-                                                          ":ttl": .n(windowEnd + TableRateLimiter.lingering)]),
-                returnValues: .none)
-        } catch .conditionFailed {
-            var refusal = AuthError(.rateLimited, "too many requests; try again in \(windowEnd - now) seconds",
-                                    detail: "rate limit \(scope) reached")
-            refusal.retryAfter = max(1, windowEnd - now)
-            throw refusal
-        } catch {
-            throw error.authError
+        let itemKey = TableRateLimiter.counterKey(scope, key: key)
+        let current = TableRateLimiter.floorDivide(now, limit.slot)
+        for _ in 0..<TableRateLimiter.maximumAttempts {
+            let stored = try table.read(itemKey)
+            var slots = TableRateLimiter.slots(of: stored, from: current - limit.slotsBack)
+            let counted = slots.values.reduce(0, +)
+            guard counted < Int64(limit.count) else {
+                let retryAfter = TableRateLimiter.retryAfter(slots, limit: limit, now: now)
+                var refusal = AuthError(.rateLimited, "too many requests; try again in \(retryAfter) seconds",
+                                        detail: "rate limit \(scope) reached")
+                refusal.retryAfter = retryAfter
+                throw refusal
+            }
+            slots[current, default: 0] += 1
+            let version = stored?["version"]?.int64Value
+            var item = itemKey.item
+            item["slots"] = .m(Dictionary(uniqueKeysWithValues: slots.map { (String($0.key), AttributeValue.n($0.value)) }))
+            item["version"] = .n((version ?? 0) + 1)
+            // A slot a process with a clock ahead of ours wrote counts until it too has left.
+            let newest = slots.keys.max() ?? current
+            item["ttl"] = .n((newest + limit.slotsBack + 1) * limit.slot + TableRateLimiter.lingering)
+            do {
+                if let version {
+                    try table.putItem(item, condition: "#version = :read",
+                                      attributes: ExpressionAttributes(names: ["#version": "version"], values: [":read": .n(version)]))
+                } else {
+                    try table.putItem(item, condition: "attribute_not_exists(PK)", attributes: ExpressionAttributes())
+                }
+                return
+            } catch .conditionFailed {
+                continue
+            } catch {
+                throw error.authError
+            }
         }
+        throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "rate counter \(scope): too many lost races")
     }
 
-    /// `RATE#<scope>#<key>` / `WINDOW#<window start, epoch seconds>`. The key is hashed when it
-    /// could not be part of a key as it is (too long, or with `#`), so no caller input shapes keys.
-    static func counterKey(_ scope: RateLimitScope, key: String, windowStart: Int64) -> TableKey {
+    /// Slot index → count, for the slots from `first` on (older ones no window reaches any more).
+    static func slots(of item: Item?, from first: Int64) -> [Int64: Int64] {
+        var slots: [Int64: Int64] = [:]
+        for (name, value) in item?["slots"]?.mapValue ?? [:] {
+            if let index = Int64(name), index >= first, let count = value.int64Value, count > 0 { slots[index] = count }
+        }
+        return slots
+    }
+
+    /// Seconds until the oldest counted slots have left every window that ends then, enough of
+    /// them for one more event to fit.
+    static func retryAfter(_ slots: [Int64: Int64], limit: RateLimit, now: Int64) -> Int64 {
+        var remaining = slots.values.reduce(0, +)
+        for (index, count) in slots.sorted(by: { $0.key < $1.key }) {
+            remaining -= count
+            // Slot `index` stops counting once the current slot is index + slotsBack + 1.
+            if remaining < Int64(limit.count) { return max(1, (index + limit.slotsBack + 1) * limit.slot - now) }
+        }
+        return 1
+    }
+
+    static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+        value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
+    }
+
+    /// `RATE#<scope>#<key>` / `SLOTS`. The key is hashed when it could not be part of a key as it
+    /// is (too long, or with `#`), so no caller input shapes keys.
+    static func counterKey(_ scope: RateLimitScope, key: String) -> TableKey {
         let plain = key.utf8.count <= 128 && !key.contains("#") && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
         let part = plain ? key : "sha256:" + SHA256.hexDigest(of: Array(key.utf8))
-        return TableKey(pk: "RATE#\(scope.name)#\(part)", sk: "WINDOW#\(windowStart)")
+        return TableKey(pk: "RATE#\(scope.name)#\(part)", sk: "SLOTS")
     }
 }

@@ -61,7 +61,8 @@ struct SignOutFlow: Sendable {
 /// One of a user's active sessions, as `sessions` lists it.
 struct SessionSummary: Sendable {
     var session: SessionRecord
-    var lastActiveAt: Int64
+    /// Epoch milliseconds (`SessionActivity`).
+    var lastActiveAtMilliseconds: Int64
     var current: Bool
 }
 
@@ -81,8 +82,9 @@ struct SessionsFlow: Sendable {
         let active = caller.user.profile.activeSessions
         return try store.sessions(of: caller.userID)
             .filter { $0.status == .active && active[$0.sessionID] != nil }
-            .map { SessionSummary(session: $0, lastActiveAt: max($0.lastActiveAt, active[$0.sessionID] ?? 0), current: $0.sessionID == caller.sessionID) }
-            .sorted { ($0.lastActiveAt, $1.session.sessionID) > ($1.lastActiveAt, $0.session.sessionID) }
+            .map { SessionSummary(session: $0, lastActiveAtMilliseconds: max($0.lastActiveAt * 1000, active[$0.sessionID] ?? 0),
+                                  current: $0.sessionID == caller.sessionID) }
+            .sorted { ($0.lastActiveAtMilliseconds, $1.session.sessionID) > ($1.lastActiveAtMilliseconds, $0.session.sessionID) }
     }
 
     /// An id that is not one of the caller's active sessions is SESSION_NOT_FOUND, whoever's it is.

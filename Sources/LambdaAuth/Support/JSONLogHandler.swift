@@ -55,6 +55,7 @@ public struct JSONLogHandler: LogHandler {
             if let flag = convertible as? Bool { return .bool(flag) }
             if let integer = convertible as? any BinaryInteger { return .number(String(describing: integer)) }
             if convertible is JSONNull { return .null }
+            if let decimal = convertible as? JSONDecimal { return .number(decimal.description) }
             return .string(convertible.description)
         case .array(let values): return .array(values.map(json))
         case .dictionary(let members): return .object(members.mapValues(json))
@@ -105,13 +106,19 @@ extension Logger.Level {
 
 /// Writes `line` and a newline to stderr, whole: the log lines, and authctl's and the bench's
 /// messages.
-public let writeStandardErrorLine: @Sendable (String) -> Void = { line in
+public let writeStandardErrorLine: @Sendable (String) -> Void = { line in writeLine(line, to: 2) }
+
+/// Writes `line` and a newline to stdout, whole: under the Runtime API, where stdout is not the
+/// response, the metrics' EMF lines (CloudWatch reads a function's output as its log).
+public let writeStandardOutputLine: @Sendable (String) -> Void = { line in writeLine(line, to: 1) }
+
+private func writeLine(_ line: String, to descriptor: Int32) {
     var bytes = Array(line.utf8)
     bytes.append(0x0A)
     bytes.withUnsafeBytes { buffer in
         var offset = 0
         while offset < buffer.count {
-            let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+            let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
             if written <= 0 { break }
             offset += written
         }

@@ -36,6 +36,41 @@ public indirect enum AttributeValue: Hashable, Sendable {
         if case .l(let value) = self { return value }
         return nil
     }
+
+    /// Strings by their bytes (see ExactString), everything else as synthesized equality would.
+    public static func == (lhs: AttributeValue, rhs: AttributeValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.s(let a), .s(let b)), (.n(let a), .n(let b)): return a.sameBytes(as: b)
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.null, .null): return true
+        case (.m(let a), .m(let b)): return a.count == b.count && a.allSatisfy { name, value in b[name] == value }
+        case (.l(let a), .l(let b)): return a == b
+        case (.ss(let a), .ss(let b)), (.ns(let a), .ns(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.sameBytes(as: $1) }
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .s(let text): hasher.combine(0); text.hashBytes(into: &hasher)
+        case .n(let text): hasher.combine(1); text.hashBytes(into: &hasher)
+        case .bool(let flag): hasher.combine(2); hasher.combine(flag)
+        case .null: hasher.combine(3)
+        case .m(let members):
+            // Order-independent, as the map's equality is.
+            hasher.combine(4)
+            hasher.combine(members.reduce(0) { sum, member in
+                var one = Hasher()
+                one.combine(member.key)
+                member.value.hash(into: &one)
+                return sum ^ one.finalize()
+            })
+        case .l(let list): hasher.combine(5); hasher.combine(list)
+        case .ss(let texts): hasher.combine(6); texts.forEach { $0.hashBytes(into: &hasher) }
+        case .ns(let texts): hasher.combine(7); texts.forEach { $0.hashBytes(into: &hasher) }
+        }
+    }
 }
 
 public typealias Item = [String: AttributeValue]
@@ -57,6 +92,14 @@ public struct TableKey: Hashable, Sendable, CustomStringConvertible {
 
     public var item: Item { ["PK": .s(pk), "SK": .s(sk)] }
     public var description: String { "\(pk) / \(sk)" }
+
+    /// Byte-exact, as DynamoDB tells keys apart (see ExactString).
+    public static func == (lhs: TableKey, rhs: TableKey) -> Bool { lhs.pk.sameBytes(as: rhs.pk) && lhs.sk.sameBytes(as: rhs.sk) }
+
+    public func hash(into hasher: inout Hasher) {
+        pk.hashBytes(into: &hasher)
+        sk.hashBytes(into: &hasher)
+    }
 }
 
 // MARK: - DynamoDB JSON

@@ -110,9 +110,15 @@ public protocol Table: Sendable {
     func transactWrite(_ actions: [TransactWriteAction]) throws(TableError)
     /// Every item, in no particular order, a page at a time (authctl's scan and export).
     func scan(limit: Int?, exclusiveStartKey: Item?) throws(TableError) -> QueryPage
+    /// Called once a deletion of personal data committed: afterwards no byte of the deleted
+    /// items may remain in the table's storage (contract section 13). DynamoDB's deletions are
+    /// that already; the local store checkpoints.
+    func eraseDeletedItems() throws(TableError)
 }
 
 extension Table {
+    public func eraseDeletedItems() throws(TableError) {}
+
     public func putItem(_ item: Item) throws(TableError) {
         try putItem(item, condition: nil, attributes: .init())
     }

@@ -8,11 +8,23 @@ package struct JSONNull: CustomStringConvertible, Sendable {
     package var description: String { "null" }
 }
 
+/// The value of a `.milliseconds` metadata entry: a decimal number, three places.
+package struct JSONDecimal: CustomStringConvertible, Sendable {
+    package let description: String
+
+    package init(_ value: Double) {
+        let thousandths = Int64((max(value, 0) * 1000).rounded())
+        description = "\(thousandths / 1000)." + String(1000 + thousandths % 1000).dropFirst()
+    }
+}
+
 extension Logger.MetadataValue {
     /// A JSON number in the log line.
     public static func number(_ value: some BinaryInteger & Sendable) -> Self { .stringConvertible(value) }
     /// A JSON boolean in the log line.
     public static func bool(_ value: Bool) -> Self { .stringConvertible(value) }
+    /// A JSON number with three decimals (a duration in milliseconds, say).
+    public static func decimal(_ value: Double) -> Self { .stringConvertible(JSONDecimal(value)) }
     /// A JSON null in the log line (a field that has no value this time, kept so lines line up).
     public static let null = Self.stringConvertible(JSONNull())
 }

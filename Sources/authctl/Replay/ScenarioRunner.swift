@@ -13,7 +13,8 @@ import LambdaAuthTooling
 /// ```
 /// `"appleServer": true` starts the dev Apple server for the scenario (placeholders
 /// `{{appleCode …}}`, `{{appleNotification …}}`; `expect.appleRevocations`: how many tokens it has
-/// revoked by the end of the step).
+/// revoked by the end of the step; `{{dataKey NAME}}`: a data key made for the run, and a
+/// scenario that sets `AUTH_DATA_KEYS` replaces the back channel's own `AUTH_DATA_KEY`).
 /// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
 /// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders, and
 /// `{{emailCode ADDRESS}}` (`{{wrongEmailCode ADDRESS}}`): the newest code sent to ADDRESS (any
@@ -109,6 +110,9 @@ struct ScenarioRunner {
     let root: String
     let baseEnvironment: [String: String]
     let backend: ReplayBackend
+    /// With `--metrics-out`: every step runs with `AUTH_METRICS=emf`, must write exactly one EMF
+    /// line for its handler and outcome, and the lines are appended here (for an EMF validator).
+    var metricsFile: String? = nil
 
     struct Outcome {
         var passed: Bool
@@ -140,11 +144,22 @@ struct ScenarioRunner {
             var variables = baseEnvironment.merging(scenarioVariables) { $1 }
             variables.merge(storeEnvironment) { $1 }
             if scenarioVariables["AUTH_SIGNING_KEYS"] != nil { variables["AUTH_SIGNING_KEY"] = nil }
+            if scenarioVariables["AUTH_DATA_KEYS"] != nil { variables["AUTH_DATA_KEY"] = nil }
             variables["AUTH_EMAIL_SENDER"] = "outbox:" + world + "/outbox"
             variables["AUTH_TEST_MODE"] = "1"
+            if metricsFile != nil { variables["AUTH_METRICS"] = "emf" }
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
             var problems = check(step, invocation, saved: saved)
+            if let metricsFile {
+                let lines = ScenarioRunner.metricLines(invocation.log).map { $0 + "\n" }.joined()
+                do {
+                    let earlier = FileSystem.exists(metricsFile) ? try FileSystem.readFile(metricsFile) : []
+                    try FileSystem.writeAtomically(metricsFile, earlier + Array(lines.utf8))
+                } catch {
+                    problems.append("cannot append to \(metricsFile): \(error)")
+                }
+            }
             if let expected = step.expectedAppleRevocations, expected != apple?.server.revocations.count {
                 problems.append("Apple revocations: expected \(expected), the dev Apple server has \(apple?.server.revocations.count ?? 0)")
             }
@@ -189,7 +204,24 @@ struct ScenarioRunner {
         if let expected = step.expectedBody {
             problems += matcher.differences(expected: expected, actual: body)
         }
+        let lines = invocation.log.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }
+        // Contract section 18: every request, answered or refused, leaves exactly one event line.
+        let events = lines.filter { $0["event"] != nil }
+        if events.count != 1 { problems.append("expected one event line in the log, found \(events.count)") }
+        if metricsFile != nil {
+            let outcome = status < 300 ? "ok" : body["error"]?["code"]?.stringValue ?? "INTERNAL"
+            let metrics = lines.filter { $0["_aws"] != nil }
+            if metrics.count != 1 || metrics[0]["handler"]?.stringValue != step.handler || metrics[0]["outcome"]?.stringValue != outcome
+                || metrics[0]["requests"]?.int64Value != 1 {
+                problems.append("expected one EMF line for \(step.handler) with outcome \(outcome), found \(metrics.map { $0.serialized() })")
+            }
+        }
         return problems
+    }
+
+    /// The EMF lines of one step's log.
+    static func metricLines(_ log: String) -> [Substring] {
+        log.split(separator: "\n").filter { $0.hasPrefix("{") && $0.contains("\"_aws\"") }
     }
 }
 
@@ -208,7 +240,8 @@ enum Events {
                     "body": .string(body.serialized()), "isBase64Encoded": false]
         case "rest":
             return ["resource": .string(path), "path": .string(path), "httpMethod": .string(method), "headers": .object(allHeaders),
-                    "requestContext": ["resourcePath": .string(path), "httpMethod": .string(method), "requestId": "replay", "stage": "prod"],
+                    "requestContext": ["resourcePath": .string(path), "httpMethod": .string(method), "requestId": "replay", "stage": "prod",
+                                       "identity": ["sourceIp": "203.0.113.9"]],
                     "body": .string(body.serialized()), "isBase64Encoded": false]
         default:
             return body

@@ -12,19 +12,28 @@ import Testing
         let event: [UInt8]
         /// nil: any contract code is acceptable (several checks could fire first).
         let expected: ErrorCode?
+        /// Variables this case needs beyond the world's (guests or email codes on).
+        var environment: [String: String] = [:]
     }
+
+    /// Guests and email codes on, so that their refusals are reached (the key given, so that no
+    /// refused request creates a dev key in the store).
+    static let guestsAndCodes = ["AUTH_GUEST": "on", "AUTH_EMAIL": "on", "AUTH_OTP_KEY": EmailCodeWorld.otpKey]
 
     static func cases(_ world: FlowWorld, accessToken: String) -> [Case] {
         var cases: [Case] = []
-        func add(_ name: String, _ handler: String, _ event: JSONValue, _ expected: ErrorCode?) {
-            cases.append(Case(name: name, handler: handler, event: event.serializedBytes(), expected: expected))
+        func add(_ name: String, _ handler: String, _ event: JSONValue, _ expected: ErrorCode?, environment: [String: String] = [:]) {
+            cases.append(Case(name: name, handler: handler, event: event.serializedBytes(), expected: expected, environment: environment))
         }
         func raw(_ name: String, _ handler: String, _ text: String, _ expected: ErrorCode?) {
             cases.append(Case(name: name, handler: handler, event: Array(text.utf8), expected: expected))
         }
-        func http(_ body: String, method: String = "POST", base64: JSONValue = false, headers: JSONValue = ["content-type": "application/json"]) -> JSONValue {
-            ["version": "2.0", "headers": headers, "requestContext": ["http": ["method": .string(method), "path": "/auth"]],
-             "body": .string(body), "isBase64Encoded": base64]
+        func http(_ body: String, method: String = "POST", base64: JSONValue = false, headers: JSONValue = ["content-type": "application/json"],
+                  sourceIP: JSONValue? = nil) -> JSONValue {
+            var context: [String: JSONValue] = ["method": .string(method), "path": "/auth"]
+            if let sourceIP { context["sourceIp"] = sourceIP }
+            return ["version": "2.0", "headers": headers, "requestContext": ["http": .object(context)],
+                    "body": .string(body), "isBase64Encoded": base64]
         }
 
         // Broken events, for every handler.
@@ -120,6 +129,43 @@ import Testing
         add("Apple token for Google", "signin", ["provider": "google", "idToken": .string(world.appleToken(subject: "x"))], nil)
         token("no subject", world.googleToken(subject: "x", changes: ["sub": nil]), nil)
         token("subject a number", world.googleToken(subject: "x", changes: ["sub": 42]), nil)
+        // Key parts DynamoDB could not store (its 2,048-byte partition key) are refused alike on both backends.
+        token("subject of 1,025 bytes", world.googleToken(subject: String(repeating: "s", count: 1025)), .malformedToken)
+        token("subject of 3,000 bytes", world.googleToken(subject: String(repeating: "\u{E9}", count: 1500)), .malformedToken)
+        token("email of 1,025 bytes", world.googleToken(subject: "long-email", email: String(repeating: "e", count: 1013) + "@example.com"), .malformedToken)
+
+        // signin: what must never be guessed at (contract section 13).
+        add("guest with an idToken", "signin", ["provider": "guest", "idToken": .string(good)], .invalidRequest, environment: guestsAndCodes)
+        add("guest with a null idToken", "signin", ["provider": "guest", "idToken": nil], .invalidRequest, environment: guestsAndCodes)
+        add("guest with an authorizationCode", "signin", ["provider": "guest", "authorizationCode": "c"], .invalidRequest, environment: guestsAndCodes)
+        add("Apple with an empty authorizationCode", "signin",
+            ["provider": "apple", "idToken": .string(world.appleToken(subject: "000777.empty-code")), "authorizationCode": ""], .invalidRequest)
+        for mistyped in ["Guest", "anonymous", "GUEST", "guest ", "Email"] {
+            add("provider \(mistyped) without a token", "signin", ["provider": .string(mistyped)], .unsupportedProvider, environment: guestsAndCodes)
+        }
+        let guestBody = #"{"provider":"guest"}"#
+        let unusableSourceIPs: [(String, JSONValue?)] = [
+            ("missing", nil), ("empty", ""), ("a number", 7), ("null", .null), ("an object", ["ip": "1.2.3.4"]),
+            ("a name", "localhost"), ("three parts", "10.0.0"), ("a leading zero", "010.0.0.1"), ("an octet over 255", "10.0.0.256"),
+            ("hex IPv4", "0x7f.0.0.1"), ("a zone", "fe80::1%eth0"), ("two ::", "1::2::3"), ("a 5-digit group", "12345::1"),
+            ("a trailing NUL", "10.0.0.1\u{0}x"), ("spaces", " 10.0.0.1"), ("a CIDR", "10.0.0.0/8"), ("nine groups", "1:2:3:4:5:6:7:8:9"),
+        ]
+        for (name, sourceIP) in unusableSourceIPs {
+            add("guest over HTTP, source IP \(name)", "signin", http(guestBody, sourceIP: sourceIP), .invalidRequest, environment: guestsAndCodes)
+            add("otp-start over HTTP, source IP \(name)", "otp-start", http(#"{"email":"ip@example.com"}"#, sourceIP: sourceIP), .invalidRequest,
+                environment: guestsAndCodes)
+        }
+        add("guest over REST API without identity.sourceIp", "signin",
+            ["httpMethod": "POST", "path": "/auth/signin", "requestContext": ["identity": [:]], "body": .string(guestBody)], .invalidRequest,
+            environment: guestsAndCodes)
+
+        // Email addresses with characters that Unicode lowercasing folds into ASCII ones.
+        for (name, folding, _) in TestAddresses.folding {
+            let address = "\(folding)@example.com"
+            add("otp-start for an address with \(name)", "otp-start", ["email": .string(address)], .invalidRequest, environment: guestsAndCodes)
+            add("email sign-in for an address with \(name)", "signin", ["provider": "email", "email": .string(address), "code": "123456"],
+                .invalidRequest, environment: guestsAndCodes)
+        }
 
         // refresh.
         add("no refresh token", "refresh", [:], .invalidRequest)
@@ -174,7 +220,7 @@ import Testing
             runSimultaneously(min(8, cases.count - start)) { offset in
                 let testCase = cases[start + offset]
                 // The expired-access-token case moves the clock past the token's lifetime.
-                let environment = testCase.name == "expired access token" ? ["AUTH_NOW": String(world.now + 3600)] : [:]
+                let environment = testCase.name == "expired access token" ? ["AUTH_NOW": String(world.now + 3600)] : testCase.environment
                 return world.run(testCase.handler, raw: testCase.event, environment: environment)
             }
         }

@@ -83,3 +83,36 @@ import Testing
         #expect(link?["userId"] == winners.first?.responseBody?["user"]?["id"].map { .s($0.stringValue ?? "") })
     }
 }
+
+/// Sign-ins racing the deletion of their own user (contract sections 7 and 13): each answers with
+/// the old user (the deletion had not started) or a new one, never STORE_UNAVAILABLE. Real
+/// processes on the local store; a few short rounds keep it quick.
+@Suite(.serialized) struct SignInDeletionRaceTests {
+    @Test func signInsRacingDeleteAccountAlwaysSignIn() throws {
+        let world = FlowWorld()
+        let token = world.googleToken(subject: "race-deletion", email: "race-deletion@example.com")
+        let signInEvent = JSONValue.object(["provider": "google", "idToken": .string(token)]).serializedBytes()
+        var current = world.signIn(token: token)
+        var deletions = 0
+        for _ in 0..<8 {
+            let userID = try #require(current["user"]?["id"]?.stringValue)
+            let accessToken = try #require(current["tokens"]?["accessToken"])
+            let deleteEvent = JSONValue.object(["accessToken": accessToken]).serializedBytes()
+            let processes = try [world.start("delete-account")] + (0..<3).map { _ in try world.start("signin") }
+            let outputs = runSimultaneously(processes.count) { processes[$0].finish(stdin: $0 == 0 ? deleteEvent : signInEvent) }
+            outputs.forEach(world.record)
+            #expect(outputs[0].responseBody?["deleted"] == true, "\(outputs[0].stdoutText)")
+            if outputs[0].responseBody?["deleted"] == true { deletions += 1 }
+            for output in outputs.dropFirst() {
+                #expect(output.errorCode == nil, "sign-in answered \(output.stdoutText)")
+            }
+            // A sign-in that reached the old user opened its session before the deletion took it.
+            let signedIn = outputs.dropFirst().compactMap { $0.responseBody?["user"]?["id"]?.stringValue }
+            #expect(signedIn.filter { $0 != userID }.count <= 3 && Set(signedIn.filter { $0 != userID }).count <= 1,
+                    "the new users are one user")
+            current = world.signIn(token: token)
+            #expect(current["user"]?["id"]?.stringValue != userID, "the deleted user never comes back")
+        }
+        #expect(deletions == 8)
+    }
+}

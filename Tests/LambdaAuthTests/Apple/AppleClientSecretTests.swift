@@ -20,7 +20,7 @@ import Testing
     func settings(teamID: String = AppleServerFixture.teamID, keyID: String = AppleServerFixture.keyID,
                   key: P256.Signing.PrivateKey? = nil) -> AppleServerSettings {
         AppleServerSettings(teamID: teamID, keyID: keyID, privateKey: key ?? apple.privateKey, tokenURL: apple.server.tokenURL,
-                            revokeURL: apple.server.revokeURL, dataKey: SymmetricKey(data: apple.dataKey))
+                            revokeURL: apple.server.revokeURL, dataKeys: DataKeys([apple.dataKey]))
     }
 
     func secret(iss: String = AppleServerFixture.teamID, kid: String = AppleServerFixture.keyID, iat: Int64? = nil, exp: Int64? = nil,
@@ -110,13 +110,13 @@ import Testing
     }
 
     @Test func sealedTokensOpenOnlyWithTheirKeyUserAndSubject() throws {
-        let sealing = ProviderTokenSealing(key: SymmetricKey(data: apple.dataKey))
+        let sealing = ProviderTokenSealing(keys: DataKeys([apple.dataKey]))
         let sealed = try sealing.seal("apple-refresh-token-plaintext", userID: "user1", provider: .apple, subject: "000111.a.1")
         #expect(!sealed.contains("apple-refresh-token-plaintext"))
         #expect(sealing.open(sealed, userID: "user1", provider: .apple, subject: "000111.a.1") == "apple-refresh-token-plaintext")
         #expect(sealing.open(sealed, userID: "user2", provider: .apple, subject: "000111.a.1") == nil)
         #expect(sealing.open(sealed, userID: "user1", provider: .apple, subject: "000222.b.2") == nil)
-        #expect(ProviderTokenSealing(key: SymmetricKey(size: .bits256)).open(sealed, userID: "user1", provider: .apple, subject: "000111.a.1") == nil)
+        #expect(ProviderTokenSealing(keys: DataKeys([SystemRandomSource().bytes(32)])).open(sealed, userID: "user1", provider: .apple, subject: "000111.a.1") == nil)
     }
 
     @Test func partialConfigurationNamesWhatIsMissingAndNoValue() throws {

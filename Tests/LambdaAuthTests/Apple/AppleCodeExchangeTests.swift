@@ -57,10 +57,10 @@ import Testing
         let sealed = try #require(item["sealedToken"]?.stringValue)
         #expect(!DynamoJSON.encode(item).serialized().contains(issued), "the stored token is not the plaintext")
         #expect(item["clientId"] == .s(TestIssuer.appleAudience) && item["subject"] == .s(Self.subject))
-        let sealing = ProviderTokenSealing(key: SymmetricKey(data: setup.apple.dataKey))
+        let sealing = ProviderTokenSealing(keys: DataKeys([setup.apple.dataKey]))
         #expect(sealing.open(sealed, userID: userID, provider: .apple, subject: Self.subject) == issued)
         #expect(sealing.open(sealed, userID: "someone-else", provider: .apple, subject: Self.subject) == nil)
-        #expect(ProviderTokenSealing(key: SymmetricKey(size: .bits256)).open(sealed, userID: userID, provider: .apple, subject: Self.subject) == nil)
+        #expect(ProviderTokenSealing(keys: DataKeys([SystemRandomSource().bytes(32)])).open(sealed, userID: userID, provider: .apple, subject: Self.subject) == nil)
         setup.expectNoSecretLeaked([signedIn])
     }
 

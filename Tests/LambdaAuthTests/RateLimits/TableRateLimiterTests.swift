@@ -2,8 +2,8 @@
 import LambdaAuthTestSupport
 import Testing
 
-/// The limiter on its own, on both backends: one conditional update per event, exact counts,
-/// fixed hourly windows, a `ttl` just past each window.
+/// The limiter on its own, on both backends: exact counts per key, a limit that holds over every
+/// rolling hour (clock moved across hour and slot boundaries), bounded storage with a `ttl`.
 @Suite(.serialized) struct TableRateLimiterTests {
     static let scope = RateLimitScope("test-ip")
 
@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test(arguments: FlowWorld.Backend.allCases)
-    func exactlyTheLimitPassesPerKeyAndWindow(backend: FlowWorld.Backend) throws {
+    func exactlyTheLimitPassesPerKeyUntilTheHourHasRolledPast(backend: FlowWorld.Backend) throws {
         let world = try FlowWorld(backend: backend)
         let table = try world.table()
         let limiter = TableRateLimiter(table: table)
@@ -28,22 +28,80 @@ import Testing
         #expect(outcomes.filter { $0 == nil }.count == 30)
         let refusals = outcomes.compactMap { $0 }
         #expect(refusals.count == 70)
-        #expect(refusals.allSatisfy { $0.code == .rateLimited && $0.retryAfter == 3000 && $0.retryable })
-        #expect(refusals.first?.body["error"]?["retryAfter"] == .number(3000))
+        // Counted in the five-minute slot starting at `now`, which every window ending before
+        // now + 3600 + 300 reaches.
+        #expect(refusals.allSatisfy { $0.code == .rateLimited && $0.retryAfter == 3900 && $0.retryable })
+        #expect(refusals.first?.body["error"]?["retryAfter"] == .number(3900))
 
-        // Another key is counted apart; the next window starts from zero.
+        // Another key is counted apart; the next clock hour is NOT a fresh budget.
         #expect(Self.outcome(limiter, key: "198.51.100.1", limit: 30, now: now) == nil)
-        #expect(Self.outcome(limiter, key: "203.0.113.7", limit: 30, now: hour + 3600) == nil)
+        #expect(Self.outcome(limiter, key: "203.0.113.7", limit: 30, now: hour + 3600)?.code == .rateLimited)
+        #expect(Self.outcome(limiter, key: "203.0.113.7", limit: 30, now: now + 3899)?.code == .rateLimited)
+        #expect(Self.outcome(limiter, key: "203.0.113.7", limit: 30, now: now + 3900) == nil)
 
-        let counter = try #require(try table.getItem(TableRateLimiter.counterKey(Self.scope, key: "203.0.113.7", windowStart: hour)))
-        #expect(counter["count"] == .n(30))
-        #expect(counter["ttl"] == .n(hour + 3600 + TableRateLimiter.lingering))
+        let counter = try #require(try table.getItem(TableRateLimiter.counterKey(Self.scope, key: "203.0.113.7")))
+        // The old slot was dropped when the new one was written: storage stays bounded.
+        #expect(counter["slots"] == .m([String((now + 3900) / 300): .n(1)]))
+        #expect(counter["ttl"] == .n(now + 3900 + 300 + 3600 + TableRateLimiter.lingering))
+    }
+
+    /// Today's probe: a full budget in the last second of one clock hour and another in the first
+    /// second of the next was twice the limit within one second.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aBurstAcrossAnHourBoundaryGetsOneBudget(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let limiter = TableRateLimiter(table: try world.table(at: 0))
+        let boundary = world.now - world.now % 3600 + 3600
+        let before = (0..<10).map { _ in Self.outcome(limiter, key: "victim@example.com", limit: 5, now: boundary - 1) }
+        let after = (0..<10).map { _ in Self.outcome(limiter, key: "victim@example.com", limit: 5, now: boundary) }
+        #expect(before.filter { $0 == nil }.count == 5)
+        #expect(after.allSatisfy { $0?.code == .rateLimited })
+    }
+
+    /// Events at irregular times over five hours, the clock moved forward between them: every
+    /// window of 3600 seconds holds at most the limit, and the budget does come back.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func noRollingHourEverHoldsMoreThanTheLimit(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let limiter = TableRateLimiter(table: try world.table(at: 0))
+        var random = SplitMix64(seed: 24)
+        var now = world.now
+        var accepted: [Int64] = []
+        while now < world.now + 5 * 3600 {
+            if Self.outcome(limiter, key: "198.51.100.9", limit: 7, now: now) == nil { accepted.append(now) }
+            now += Int64(random.next() % 400)
+        }
+        for end in accepted {
+            #expect(accepted.filter { $0 > end - 3600 && $0 <= end }.count <= 7, "window ending at \(end)")
+        }
+        #expect(accepted.count >= 4 * 7, "the budget comes back as slots leave the window (\(accepted.count) accepted)")
+    }
+
+    /// Processes whose clocks differ share one budget, and the counter lives until the slot the
+    /// process furthest ahead wrote has left every window.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aClockAheadStillCountsAndKeepsTheCounterAlive(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let table = try world.table(at: 0)
+        let limiter = TableRateLimiter(table: table)
+        let now = world.now - world.now % 300
+        #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now + 600) == nil, "a process ten minutes ahead")
+        #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now) == nil)
+        #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now)?.code == .rateLimited)
+        let counter = try #require(try table.getItem(TableRateLimiter.counterKey(Self.scope, key: "skewed")))
+        #expect(counter["ttl"] == .n(now + 600 + 300 + 3600 + TableRateLimiter.lingering))
+    }
+
+    @Test func retryAfterIsWhenEnoughOldSlotsHaveLeft() {
+        let limit = RateLimit(5)
+        // Two events in slot 10, three in slot 12; at slot 14 the five fill the window.
+        #expect(TableRateLimiter.retryAfter([10: 2, 12: 3], limit: limit, now: 14 * 300 + 7) == (10 + 13) * 300 - (14 * 300 + 7))
+        #expect(TableRateLimiter.retryAfter([12: 5], limit: limit, now: 12 * 300) == 13 * 300)
     }
 
     @Test func keysThatCannotBePartOfAKeyAreHashed() {
-        let key = TableRateLimiter.counterKey(Self.scope, key: "a#b", windowStart: 0)
+        let key = TableRateLimiter.counterKey(Self.scope, key: "a#b")
         #expect(key.pk.hasPrefix("RATE#test-ip#sha256:"))
-        #expect(TableRateLimiter.counterKey(Self.scope, key: "Ann@Example.com", windowStart: 3600)
-            == TableKey(pk: "RATE#test-ip#Ann@Example.com", sk: "WINDOW#3600"))
+        #expect(TableRateLimiter.counterKey(Self.scope, key: "2001:db8:1:2::/64") == TableKey(pk: "RATE#test-ip#2001:db8:1:2::/64", sk: "SLOTS"))
     }
 }

@@ -20,7 +20,7 @@ extension AttributeValue {
     func dynamoOrder(_ other: AttributeValue) -> Int? {
         switch (self, other) {
         case (.s(let a), .s(let b)):
-            if a == b { return 0 }
+            if a.sameBytes(as: b) { return 0 }
             return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
         case (.n(let a), .n(let b)):
             guard let left = DecimalNumber(a), let right = DecimalNumber(b) else { return nil }

@@ -70,7 +70,7 @@ enum SortKeyCondition {
 
     func matches(_ sortKey: String) -> Bool {
         func order(_ a: String, _ b: String) -> Int {
-            if a == b { return 0 }
+            if a.sameBytes(as: b) { return 0 }
             return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
         }
         switch self {

@@ -290,10 +290,16 @@ public final class LocalTable: Table, Sendable {
     /// (another process may have done it since). Returns whether it checkpointed.
     @discardableResult
     public func checkpointIfDue() throws(TableError) -> Bool {
-        try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog) }
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog, force: false) }
     }
 
-    private func checkpointIfDue(_ cachedLog: inout WriteAheadLog.State?) throws(TableError) -> Bool {
+    /// A checkpoint whatever the log's size: the log's records of deleted items (and of what they
+    /// held before) go, and the files of partitions left empty are removed, names and all.
+    public func eraseDeletedItems() throws(TableError) {
+        _ = try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog, force: true) }
+    }
+
+    private func checkpointIfDue(_ cachedLog: inout WriteAheadLog.State?, force: Bool) throws(TableError) -> Bool {
         guard let lock = try StoreLock.acquire(layout, exclusive: true, creating: false) else { return false }
         defer { lock.release() }
         let descriptor = open(layout.walPath, O_RDWR | O_CLOEXEC)
@@ -304,7 +310,7 @@ public final class LocalTable: Table, Sendable {
         defer { close(descriptor) }
         var log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
         cachedLog = log
-        guard log.validEnd > checkpointThreshold else { return false }
+        guard log.validEnd > (force ? WriteAheadLog.headerSize : checkpointThreshold) else { return false }
         do {
             try checkpoint(descriptor, &log, now: clock.now())
             cachedLog = log
@@ -446,9 +452,9 @@ public final class LocalTable: Table, Sendable {
     /// its old or its new version, and the next checkpoint redoes the work. Rewriting a partition
     /// also drops its expired items, as DynamoDB's TTL sweeper would.
     private func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State, now: Double) throws(TableError) {
-        var byPartition: [String: [(TableKey, Item?)]] = [:]
-        for (key, item) in log.overlay.changes { byPartition[key.pk, default: []].append((key, item)) }
-        var indexChanges: [String: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
+        var byPartition: [ExactString: [(TableKey, Item?)]] = [:]
+        for (key, item) in log.overlay.changes { byPartition[ExactString(key.pk), default: []].append((key, item)) }
+        var indexChanges: [ExactString: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
         var replacements: [(temporary: String, path: String)] = []
         var rewrittenPartitions: [(path: String, partition: KeyedPartition)] = []
         var removals: [String] = []
@@ -474,24 +480,25 @@ public final class LocalTable: Table, Sendable {
             replacements.append((temporary, path))
         }
 
-        for (partitionKey, changes) in byPartition {
+        for (exactPartitionKey, changes) in byPartition {
+            let partitionKey = exactPartitionKey.value
             let path = layout.partitionPath(partitionKey)
             let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
-            var changedBySortKey: [String: Item?] = [:]
+            var changedBySortKey: [ExactString: Item?] = [:]
             for (key, item) in changes {
                 let oldEntry = IndexEntry(stored.item(sortKey: key.sk)), newEntry = IndexEntry(item)
-                if let oldEntry, oldEntry.partitionKey != newEntry?.partitionKey {
-                    indexChanges[oldEntry.partitionKey, default: ([], [])].removed.insert(key)
+                if let oldEntry, newEntry.map({ oldEntry.partitionKey.sameBytes(as: $0.partitionKey) }) != true {
+                    indexChanges[ExactString(oldEntry.partitionKey), default: ([], [])].removed.insert(key)
                 }
-                if let newEntry { indexChanges[newEntry.partitionKey, default: ([], [])].added.insert(key) }
-                changedBySortKey[key.sk] = .some(item)
+                if let newEntry { indexChanges[ExactString(newEntry.partitionKey), default: ([], [])].added.insert(key) }
+                changedBySortKey[ExactString(key.sk)] = .some(item)
             }
             let rewritten = stored.applying(changedBySortKey, partitionKey: partitionKey, now: now)
             try stage(path, rewritten.items.isEmpty ? nil : rewritten.fileBytes)
             if !rewritten.items.isEmpty { rewrittenPartitions.append((path, rewritten)) }
         }
         for (indexKey, change) in indexChanges {
-            let path = layout.indexPath(indexKey)
+            let path = layout.indexPath(indexKey.value)
             var keys = Set(try StoreReader.readIndex(path))
             keys.subtract(change.removed)
             keys.formUnion(change.added)
@@ -527,7 +534,7 @@ public final class LocalTable: Table, Sendable {
 
     /// Byte-wise (UTF-8) order of key tuples, as DynamoDB orders string keys.
     static func precedes(_ a: [String], _ b: [String]) -> Bool {
-        for (left, right) in zip(a, b) where left != right {
+        for (left, right) in zip(a, b) where !left.sameBytes(as: right) {
             return left.utf8.lexicographicallyPrecedes(right.utf8)
         }
         return a.count < b.count

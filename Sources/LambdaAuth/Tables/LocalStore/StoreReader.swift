@@ -36,7 +36,7 @@ struct StoreReader {
             let item = stored.items[index]
             if !item.isExpired(now: now) { items.append(item) }
         }
-        for (key, item) in overlay.changes where key.pk == partitionKey && sortKeyFilter(key.sk) {
+        for (key, item) in overlay.changes where key.pk.sameBytes(as: partitionKey) && sortKeyFilter(key.sk) {
             if let item, !item.isExpired(now: now) { items.append(item) }
         }
         return items
@@ -49,9 +49,9 @@ struct StoreReader {
         var items: [Item] = []
         for key in try StoreReader.readIndex(path) {
             guard case .unchanged = overlay.lookup(key) else { continue }
-            if let item = try storedItem(key), IndexEntry(item)?.partitionKey == indexPartitionKey { items.append(item) }
+            if let item = try storedItem(key), IndexEntry(item)?.partitionKey.sameBytes(as: indexPartitionKey) == true { items.append(item) }
         }
-        items += overlay.changes.values.compactMap { $0 }.filter { IndexEntry($0)?.partitionKey == indexPartitionKey }
+        items += overlay.changes.values.compactMap { $0 }.filter { IndexEntry($0)?.partitionKey.sameBytes(as: indexPartitionKey) == true }
         return items.filter { !$0.isExpired(now: now) }
     }
 
@@ -123,7 +123,7 @@ struct StoreReader {
         }
         guard let expected = partitionKey ?? items.first?["PK"]?.stringValue else { return items }
         guard path.hasSuffix("/\(StoreLayout.shard(expected))/\(StoreLayout.escape(expected)).json"),
-              items.allSatisfy({ TableKey(item: $0)?.pk == expected }) else {
+              items.allSatisfy({ TableKey(item: $0)?.pk.sameBytes(as: expected) == true }) else {
             throw .corrupted("\(path): holds items of another partition, or items without PK/SK")
         }
         return items
@@ -171,7 +171,7 @@ struct FileIdentity: Equatable {
 struct KeyedPartition {
     let items: [Item]
     let keys: [TableKey]
-    let positionBySortKey: [String: Int]
+    let positionBySortKey: [ExactString: Int]
     /// Each item's DynamoDB JSON, when this process wrote the file: the next checkpoint of the
     /// partition copies the bytes of the items it did not change. Encoding every item again
     /// was most of a checkpoint's time once a user had thousands of refresh tokens (220 of
@@ -187,26 +187,26 @@ struct KeyedPartition {
         self.items = items
         self.keys = keys
         self.encodedItems = encodedItems
-        var positions: [String: Int] = [:]
+        var positions: [ExactString: Int] = [:]
         positions.reserveCapacity(keys.count)
-        for (index, key) in keys.enumerated() { positions[key.sk] = index }
+        for (index, key) in keys.enumerated() { positions[ExactString(key.sk)] = index }
         positionBySortKey = positions
     }
 
     func item(sortKey: String) -> Item? {
-        positionBySortKey[sortKey].map { items[$0] }
+        positionBySortKey[ExactString(sortKey)].map { items[$0] }
     }
 
     /// The partition with `changes` (by sort key; nil deletes) applied and expired items dropped,
     /// in sort-key order (UTF-8 bytes, as DynamoDB orders), every item encoded.
-    func applying(_ changes: [String: Item?], partitionKey: String, now: Double) -> KeyedPartition {
+    func applying(_ changes: [ExactString: Item?], partitionKey: String, now: Double) -> KeyedPartition {
         var rows: [(key: TableKey, item: Item, encoded: [UInt8]?)] = []
         rows.reserveCapacity(items.count + changes.count)
-        for (index, key) in keys.enumerated() where !changes.keys.contains(key.sk) && !items[index].isExpired(now: now) {
+        for (index, key) in keys.enumerated() where !changes.keys.contains(ExactString(key.sk)) && !items[index].isExpired(now: now) {
             rows.append((key, items[index], encodedItems?[index]))
         }
         for case let (sortKey, item?) in changes where !item.isExpired(now: now) {
-            rows.append((TableKey(pk: partitionKey, sk: sortKey), item, nil))
+            rows.append((TableKey(pk: partitionKey, sk: sortKey.value), item, nil))
         }
         // The stored items are in order already and the changes few: a near-linear sort.
         rows.sort { $0.key.sk.utf8.lexicographicallyPrecedes($1.key.sk.utf8) }

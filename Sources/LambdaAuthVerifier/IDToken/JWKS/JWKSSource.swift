@@ -14,7 +14,12 @@ public struct JWKSFetch: Sendable {
 /// oversized. The message says why, for the log; it never reaches a caller.
 public struct JWKSFetchError: Error, Sendable, CustomStringConvertible {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The HTTP library cannot be loaded: the machine is misconfigured, and no later fetch succeeds.
+    public let libraryUnavailable: Bool
+    public init(_ description: String, libraryUnavailable: Bool = false) {
+        self.description = description
+        self.libraryUnavailable = libraryUnavailable
+    }
 }
 
 /// Where a provider's keys are read from. The cache above decides when to read.
@@ -65,6 +70,7 @@ public struct HTTPJWKSSource: JWKSSource {
             response = try client.send(HTTPRequest(url: location, headers: [("Accept", "application/json")],
                                                    maximumResponseBytes: maximumJWKSBytes))
         } catch {
+            if case .libraryUnavailable = error { throw JWKSFetchError("GET \(location): \(error)", libraryUnavailable: true) }
             throw JWKSFetchError("GET \(location): \(error)")
         }
         guard response.status == 200 else {

@@ -68,7 +68,7 @@ package final class ProviderKeyCache: Sendable {
 
             var fetchFailed = false
             if state.keys == nil || cooldownOver(state, now) {
-                fetchFailed = !fetch(&state, now: now)
+                fetchFailed = try !fetch(&state, now: now)
             }
             if let key = state.keys?.key(id: keyID) { return key }
             if state.keys == nil || fetchFailed {
@@ -102,8 +102,10 @@ package final class ProviderKeyCache: Sendable {
         }
     }
 
-    /// One fetch; true when it produced a usable key set. Either way the attempt is recorded.
-    private func fetch(_ state: inout State, now: Double) -> Bool {
+    /// One fetch; true when it produced a usable key set. Either way the attempt is recorded. A
+    /// missing HTTP library is CONFIG_ERROR, as on every other path that needs it: no retry of
+    /// the caller's fixes the machine, and cached keys would only hide it until they run out.
+    private func fetch(_ state: inout State, now: Double) throws(AuthError) -> Bool {
         state.lastAttempt = now
         defer { persist(&state) }
         let fetched: JWKSFetch
@@ -114,6 +116,9 @@ package final class ProviderKeyCache: Sendable {
             document = try JSONValue.parse(fetched.document)
             parsed = try JSONWebKeySet(document, algorithms: algorithms)
         } catch {
+            if let failure = error as? JWKSFetchError, failure.libraryUnavailable {
+                throw AuthError(.configError, "the \(provider.rawValue) signing keys cannot be fetched: \(failure.description)")
+            }
             logger.warning("JWKS fetch failed", metadata: ["provider": .string(provider.rawValue), "location": .string(source.location),
                                                  "reason": .string(String(describing: error)),
                                                  "servingCachedKeys": .bool(state.keys != nil)])
