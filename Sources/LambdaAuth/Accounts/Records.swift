@@ -166,8 +166,7 @@ struct LinkedIdentity: Sendable {
 
     /// Oldest link first; links made in the same second in the providers' declaration order.
     static func linkOrder(_ lhs: LinkedIdentity, _ rhs: LinkedIdentity) -> Bool {
-        let order = ProviderName.allCases
-        return (lhs.linkedAt, order.firstIndex(of: lhs.provider)!) < (rhs.linkedAt, order.firstIndex(of: rhs.provider)!)
+        (lhs.linkedAt, lhs.provider.declarationIndex, lhs.provider.rawValue) < (rhs.linkedAt, rhs.provider.declarationIndex, rhs.provider.rawValue)
     }
 
     var json: JSONValue {

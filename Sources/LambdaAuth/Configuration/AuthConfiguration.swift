@@ -25,6 +25,8 @@ public struct AuthConfiguration: Sendable {
     /// AUTH_DATA_KEYS (or AUTH_DATA_KEY): what seals values at rest; nil when neither is set.
     public var dataKeys: DataKeys?
     public var requireNonce = false
+    /// AUTH_OIDC_PROVIDERS (or _FILE): the configured OpenID Connect providers (contract section 14).
+    public var oidcProviders: [OIDCProviderSettings] = []
     public var clockSkew: Int64 = 60
     public var emailLinking: EmailLinking = .verified
     public var store: StoreLocation = .local(directory: ".auth-store")
@@ -110,6 +112,7 @@ public struct AuthConfiguration: Sendable {
         configuration.dataKeys = try DataKeys.fromEnvironment(environment)
         configuration.appleServer = try AppleServerSettings.fromEnvironment(reader, dataKeys: configuration.dataKeys)
         configuration.requireNonce = try reader.bool("AUTH_REQUIRE_NONCE") ?? false
+        configuration.oidcProviders = try OIDCProviderSettings.fromEnvironment(reader, requireNonce: configuration.requireNonce)
         configuration.clockSkew = try reader.integer("AUTH_CLOCK_SKEW", in: 0...3600) ?? 60
         if let linking = reader.string("AUTH_LINK_BY_EMAIL") {
             guard let value = EmailLinking(rawValue: linking) else {
