@@ -52,6 +52,8 @@ struct UserProfile: Sendable {
     /// was inactive for AUTH_GUEST_TTL; `guestExpiresAt` is the PROFILE's `ttl`, the latest of them.
     var isGuest = false
     var guestExpiresAt: Int64?
+    /// Operators' claims for the app's own authorization (contract section 17); empty: none.
+    var appMetadata: [String: JSONValue] = [:]
 
     /// Whether a token of `sessionID` may still act for this user: the session is active and no
     /// deletion is under way.
@@ -95,6 +97,7 @@ struct UserProfile: Sendable {
         deletionRequestedAt = item["deletionRequestedAt"].flatMap(Timestamps.parse)
         isGuest = item["isGuest"]?.boolValue ?? false
         guestExpiresAt = isGuest ? item["ttl"]?.int64Value : nil
+        appMetadata = AppMetadata.read(item["appMetadata"]?.stringValue)
     }
 
     var item: Item {
@@ -114,6 +117,7 @@ struct UserProfile: Sendable {
             item["isGuest"] = .bool(true)
             if let guestExpiresAt { item["ttl"] = .n(guestExpiresAt) }
         }
+        if let metadata = AppMetadata.stored(appMetadata) { item["appMetadata"] = .s(metadata) }
         return item
     }
 }
@@ -308,6 +312,10 @@ struct UserSnapshot: Sendable {
     /// The user was a guest when this copy was made (the copy is exact while its version holds).
     var isGuest: Bool { json["isGuest"]?.boolValue == true }
 
+    /// The operators' app metadata as of this copy: an operator's change bumps the version, so the
+    /// next refresh reads the user again and carries it.
+    var appMetadata: [String: JSONValue] { json["appMetadata"]?.objectValue ?? [:] }
+
     func store(in item: inout Item) {
         item["userView"] = .s(json.serialized())
         item["profileVersion"] = .n(profileVersion)
@@ -430,6 +438,8 @@ struct UserView {
         ]
         // Only guests carry the field: a full user's object is as it always was.
         if profile.isGuest { fields["isGuest"] = .bool(true) }
+        // Likewise only users an operator gave metadata to.
+        if !profile.appMetadata.isEmpty { fields["appMetadata"] = .object(profile.appMetadata) }
         return .object(fields)
     }
 }

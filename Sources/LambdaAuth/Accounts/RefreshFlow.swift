@@ -94,7 +94,7 @@ struct RefreshFlow: Sendable {
             }
         }
         var issued = try tokens.issueTokens(userID: grant.record.userID, sessionID: grant.record.familyID, refresh: grant.credential,
-                                            anonymous: grant.user.isGuest, logger: logger)
+                                            anonymous: grant.user.isGuest, appMetadata: grant.user.appMetadata, logger: logger)
         issued.refreshTokenLifetime = max(0, grant.record.expiresAt - clock.nowSeconds)
         return RefreshResult(user: grant.user.json, sessionID: grant.record.familyID, sessionCreatedAt: sessionCreatedAt, tokens: issued)
     }

@@ -35,7 +35,7 @@ struct GuestSignInFlow: Sendable {
         let sessionID = newIdentifier(random)
         let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
         let refresh = RefreshTokenCredential(userID: userID, family: family, random: random)
-        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, logger: logger)
+        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, appMetadata: [:], logger: logger)
         let now = clock.nowSeconds
         let expiresAt = now + store.guestTTL
         var profile = UserProfile(userID: userID, email: nil, emailVerified: false, displayName: nil, pictureURL: nil, now: now)
