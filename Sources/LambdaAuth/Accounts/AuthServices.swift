@@ -105,8 +105,7 @@ public final class AuthServices: Sendable {
 
     var deleteAccount: DeleteAccountFlow {
         DeleteAccountFlow(callerCheck: callerCheck,
-                          reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow,
-                                                             clockSkew: configuration.clockSkew),
+                          reauthentication: Reauthentication(window: configuration.reauthenticationWindow, clockSkew: configuration.clockSkew),
                           store: store, deletion: deletion, clock: clock, retry: retry, apple: apple)
     }
 

@@ -78,44 +78,31 @@ struct AccountDeletion: Sendable {
     }
 }
 
-/// Whether the caller must prove again who they are before deleting the account.
+/// Whether the caller must prove again who they are before deleting the account. The proof was
+/// verified by its provider's entry in the registry (an ID token, an email code, a passkey).
 struct Reauthentication: Sendable {
-    let verifier: any IdentityVerifying
     /// A session younger than this needs no new proof, and a proof must be younger than this
     /// (AUTH_REAUTH_WINDOW).
     let window: Int64
     /// AUTH_CLOCK_SKEW: the tolerance every time claim gets, the proof's issue time too.
     var clockSkew: Int64 = 60
 
-    struct Proof: Sendable {
-        var provider: ProviderName
-        var idToken: String
-        var nonce: String?
-        /// An identity proven another way (an email code, already used), instead of the ID token.
-        var proven: VerifiedIdentity? = nil
-    }
-
     /// A fresh ID token of one of the user's own identities, unless the session is young enough;
     /// a token presented anyway is checked anyway.
-    func check(_ proof: Proof?, user: UserView, sessionCreatedAt: Int64?, now: Int64) throws(AuthError) {
+    func check(_ proof: ProvenIdentity?, user: UserView, sessionCreatedAt: Int64?, now: Int64) throws(AuthError) {
         // A guest has no identity to prove again: its access token is all it has.
         if user.profile.isGuest { return }
         guard let proof else {
             if let sessionCreatedAt, now - sessionCreatedAt < window { return }
             throw AuthError(.reauthenticationRequired, "sign in again: present a fresh ID token of one of your identities")
         }
-        let identity: VerifiedIdentity
-        if let proven = proof.proven {
-            identity = proven
-        } else {
-            identity = try verifier.verify(proof.idToken, provider: proof.provider, nonce: proof.nonce)
-        }
+        let identity = proof.identity
         guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject.sameBytes(as: identity.subject) }) else {
             throw AuthError(.reauthenticationRequired, "the ID token is not one of this account's identities")
         }
         // An ID token stays valid for an hour: proving who you are needs one issued just now. An
         // email code is checked when it is used and lives AUTH_OTP_TTL, so it is fresh as it is.
-        if proof.proven == nil {
+        if !proof.isOneTimeProof {
             try Reauthentication.checkFresh(identity.claims, window: window + clockSkew, now: now)
         }
     }
@@ -147,7 +134,7 @@ struct DeleteAccountFlow: Sendable {
 
     /// The deleted user's id. `interruptAfterMark` (AUTH_TEST_MODE=1 only) stops the request as a
     /// crash would, right after the mark, so recorded scenarios can show the resumption.
-    func delete(for caller: Caller, proof: Reauthentication.Proof?, interruptAfterMark: Bool = false,
+    func delete(for caller: Caller, proof: ProvenIdentity?, interruptAfterMark: Bool = false,
                 logger: Logger) throws(AuthError) -> String {
         var revoked = false
         try callerCheck.retrying("account deletion", for: caller, with: retry, allowingPendingDeletion: true) { (user: UserView) throws(AuthError) -> Void? in

@@ -2,35 +2,16 @@
 /// request (the method check and the caller's bearer token live here, once) and the flow's
 /// result into the contract's response body. The flows know nothing of events.
 public struct SignInHandler: RequestHandler {
-    let flow: SignInFlow
-    let guests: GuestSignInFlow
-    let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
+    let providers: ProviderRegistry
     public init(services: AuthServices) {
-        flow = services.signIn
-        guests = services.guestSignIn
-        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
+        providers = services.providers
     }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
         let body = RequestBody(request.body)
-        let result: SignInResult
-        let provider = try body.requiredString("provider", maximumBytes: 64)
-        if provider == GuestSignInFlow.providerName {
-            // A client that sends a token believes it signs someone in: never a silent guest.
-            guard body.fields["idToken"] == nil, body.fields["authorizationCode"] == nil else {
-                throw AuthError(.invalidRequest, "provider guest takes no idToken or authorizationCode")
-            }
-            result = try guests.signIn(device: try SignInRequest.device(body), origin: request.origin, logger: context.logger)
-        } else if provider == OneTimeCodeFlow.providerName {
-            let identity = try oneTimeCodes.get().verify(body, logger: context.logger)
-            let signIn = SignInRequest(provider: .email, idToken: "", nonce: nil, device: try SignInRequest.device(body), profileName: nil)
-            result = try flow.findOrCreateUser(identity, request: signIn, logger: context.logger)
-            context.logger.info("signed in", metadata: ["userId": .string(result.user.profile.userID), "sessionId": .string(result.session.sessionID),
-                                                        "provider": .string(identity.provider.rawValue), "newUser": .bool(result.isNewUser)])
-        } else {
-            result = try flow.signIn(try SignInRequest(body), logger: context.logger)
-        }
+        // The provider first: a mistyped one ("Guest") is named as such, not as a missing token.
+        let result = try providers.entry(for: body).signIn(body, request: request, logger: context.logger)
         return InvocationResponse(body: [
             "user": result.user.json, "isNewUser": .bool(result.isNewUser), "session": result.session.json,
             "tokens": result.tokens.json, "credentials": result.tokens.credentials.json,
@@ -55,10 +36,10 @@ public struct RefreshHandler: RequestHandler {
 
 public struct LinkProviderHandler: RequestHandler {
     let flow: LinkProviderFlow
-    let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
+    let providers: ProviderRegistry
     public init(services: AuthServices) {
         flow = services.linkProvider
-        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
+        providers = services.providers
     }
 
     enum Action { case link, unlink }
@@ -67,17 +48,16 @@ public struct LinkProviderHandler: RequestHandler {
         let body = RequestBody(request.body)
         let action = try LinkProviderHandler.action(of: request, body: body)
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
-        let provider = try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64))
         let user: UserView
         switch action {
-        case .link where provider == .email:
-            let identity = try oneTimeCodes.get().verify(body, logger: context.logger)
-            user = try flow.link(identity, for: caller, logger: context.logger)
         case .link:
-            let idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
-            let nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
-            user = try flow.link(provider, idToken: idToken, nonce: nonce, for: caller, logger: context.logger)
+            let entry = try providers.entry(for: body)
+            guard let proven = try entry.prove(body, logger: context.logger) else {
+                throw AuthError(.unsupportedProvider, "provider \(entry.name) proves no identity to link")
+            }
+            user = try flow.link(proven.identity, for: caller, logger: context.logger)
         case .unlink:
+            let provider = try providers.identityProvider(named: try body.requiredString("provider", maximumBytes: 64))
             user = try flow.unlink(provider, for: caller, logger: context.logger)
         }
         var response = InvocationResponse(body: ["user": user.json])
@@ -101,9 +81,9 @@ public struct LinkProviderHandler: RequestHandler {
 }
 
 extension SignInRequest {
-    init(_ body: RequestBody) throws(AuthError) {
-        // The provider first: a mistyped one ("Guest") is named as such, not as a missing token.
-        provider = try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64))
+    /// An ID-token sign-in of `provider` (its registry entry chose it).
+    init(_ body: RequestBody, provider: ProviderName) throws(AuthError) {
+        self.provider = provider
         idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
         nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
         device = try SignInRequest.device(body)

@@ -56,28 +56,25 @@ public struct SessionsHandler: RequestHandler {
 public struct DeleteAccountHandler: RequestHandler {
     let flow: DeleteAccountFlow
     let testMode: Bool
-    let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
+    let providers: ProviderRegistry
     public init(services: AuthServices) {
         flow = services.deleteAccount
         testMode = services.configuration.testMode
-        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
+        providers = services.providers
     }
+
+    /// The fields that carry a proof of identity; a request with none of them presents no proof.
+    static let proofFields = ["idToken", "code", "credential"]
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST", "DELETE", hint: "use POST or DELETE")
         let body = RequestBody(request.body)
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
-        var proof: Reauthentication.Proof?
-        if try body.optionalString("provider", maximumBytes: 64) == OneTimeCodeFlow.providerName,
-           let code = try body.optionalString("code", maximumBytes: 16, emptyIsAbsent: true) {
-            // An email-only user proves the address again with a fresh code (otp-start first).
-            let identity = try oneTimeCodes.get().verify(try EmailAddress(try body.requiredString("email", maximumBytes: 254)),
-                                                         code: code, logger: context.logger)
-            proof = Reauthentication.Proof(provider: .email, idToken: "", nonce: nil, proven: identity)
-        } else if let idToken = try body.optionalString("idToken", maximumBytes: 16 << 10, emptyIsAbsent: true) {
-            proof = Reauthentication.Proof(provider: try ProviderName.parse(try body.requiredString("provider", maximumBytes: 64)),
-                                           idToken: idToken,
-                                           nonce: try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true))
+        var proof: ProvenIdentity?
+        let presented = Self.proofFields.contains { body.fields[$0].map { $0 != .string("") && $0 != .null } ?? false }
+        if presented {
+            // The proof's own provider checks it: an ID token, an email-only user's fresh code.
+            proof = try providers.entry(for: body).prove(body, logger: context.logger)
         }
         let interrupt = testMode && request.body["_testFault"] == "interrupt-deletion"
         let userID = try flow.delete(for: caller, proof: proof, interruptAfterMark: interrupt, logger: context.logger)
