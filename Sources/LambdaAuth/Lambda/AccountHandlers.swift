@@ -5,10 +5,10 @@ public struct SignInHandler: RequestHandler {
     let flow: SignInFlow
     let guests: GuestSignInFlow
     let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
-    public init(services: AuthServices) {
-        flow = services.signIn
-        guests = services.guestSignIn
-        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
+    init(flow: SignInFlow, guests: GuestSignInFlow, oneTimeCodes: Result<OneTimeCodeFlow, AuthError>) {
+        self.flow = flow
+        self.guests = guests
+        self.oneTimeCodes = oneTimeCodes
     }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
@@ -40,7 +40,7 @@ public struct SignInHandler: RequestHandler {
 
 public struct RefreshHandler: RequestHandler {
     let flow: RefreshFlow
-    public init(services: AuthServices) { flow = services.refresh }
+    init(flow: RefreshFlow) { self.flow = flow }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
@@ -56,9 +56,9 @@ public struct RefreshHandler: RequestHandler {
 public struct LinkProviderHandler: RequestHandler {
     let flow: LinkProviderFlow
     let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
-    public init(services: AuthServices) {
-        flow = services.linkProvider
-        oneTimeCodes = Result { () throws(AuthError) in try services.oneTimeCodes }
+    init(flow: LinkProviderFlow, oneTimeCodes: Result<OneTimeCodeFlow, AuthError>) {
+        self.flow = flow
+        self.oneTimeCodes = oneTimeCodes
     }
 
     enum Action { case link, unlink }
