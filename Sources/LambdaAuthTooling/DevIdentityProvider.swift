@@ -17,9 +17,57 @@ public struct DevIdentityProvider: Sendable {
     /// The key's RFC 7638 thumbprint: stable for a key, different for the next one.
     public let keyID: String
 
+    /// Keys for the tokens of configured OpenID Connect providers that the RSA key cannot sign
+    /// (ES256, ES384, EdDSA). Made for each instance and never stored: tests publish them through
+    /// `jwks(for:declaringAlgorithm:)` from the same instance that signs.
+    public let curveKeys: [JWSSigningKey]
+
     public init(privateKey: _RSA.Signing.PrivateKey) {
         self.privateKey = privateKey
         keyID = JSONWebKey.Material.rsa(privateKey.publicKey).thumbprint
+        // Generating a curve key cannot fail (only RSA generation can, for want of entropy).
+        curveKeys = [JWSAlgorithm.es256, .es384, .edDSA].compactMap { try? JWSSigningKey.generate($0) }
+    }
+
+    /// The key that signs `algorithm`: the RSA key for RS* and PS*, a curve key otherwise.
+    public func signingKey(for algorithm: JWSAlgorithm) -> JWSSigningKey {
+        let rsa = JWSSigningKey.rsa(privateKey)
+        return rsa.canSign(algorithm) ? rsa : curveKeys.first { $0.canSign(algorithm) } ?? rsa
+    }
+
+    /// The `kid` of `algorithm`'s key. When JWKs declare their `alg`, the RSA key is published once
+    /// per RSA algorithm, so each algorithm but RS256 gets its own `kid`; undeclared, one JWK
+    /// (one `kid`) serves them all, as Microsoft publishes its keys.
+    public func keyID(for algorithm: JWSAlgorithm, declaringAlgorithm: Bool = true) -> String {
+        let key = signingKey(for: algorithm)
+        let base = key.publicMaterial.thumbprint
+        return declaringAlgorithm && key.algorithm != algorithm ? base + "-" + algorithm.rawValue : base
+    }
+
+    /// A JWKS with a key for each of `algorithms`, declaring its `alg` or not.
+    public func jwks(for algorithms: [JWSAlgorithm], declaringAlgorithm: Bool = true) -> JSONValue {
+        var keys: [JSONValue] = [], published: Set<String> = []
+        for algorithm in algorithms {
+            let keyID = keyID(for: algorithm, declaringAlgorithm: declaringAlgorithm)
+            guard published.insert(keyID).inserted,
+                  case .object(var members) = JSONWebKey(keyID: keyID, material: signingKey(for: algorithm).publicMaterial).publicJWK
+            else { continue }
+            members["alg"] = declaringAlgorithm ? .string(algorithm.rawValue) : nil
+            keys.append(.object(members))
+        }
+        return ["keys": .array(keys)]
+    }
+
+    /// A configured provider's ID token for `claims`, signed in `algorithm` with the `kid` that
+    /// `jwks(for:declaringAlgorithm:)` publishes.
+    public func token(claims: [String: JSONValue], algorithm: JWSAlgorithm, declaringAlgorithm: Bool = true) throws(Failure) -> String {
+        do {
+            return try JWSSigner.sign(header: ["typ": "JWT"], payload: claims,
+                                      keyID: keyID(for: algorithm, declaringAlgorithm: declaringAlgorithm),
+                                      key: signingKey(for: algorithm), algorithm: algorithm)
+        } catch {
+            throw Failure(description: "cannot sign \(algorithm.rawValue): \(error)")
+        }
     }
 
     /// `{"keys": [the public key]}`, as the providers publish theirs.
@@ -115,6 +163,10 @@ public struct DevTokenOptions: Sendable {
     public var expiresIn: Int64 = 3600
     /// Epoch seconds; nil: now.
     public var issuedAt: Int64?
+    /// `iss` of a configured provider's token (the built-ins have their own); with a `{tenantid}`
+    /// issuer, `tenantID` replaces the placeholder and becomes `tid`.
+    public var issuer: String?
+    public var tenantID: String?
 
     public init(subject: String, audience: String) {
         self.subject = subject
@@ -125,14 +177,17 @@ public struct DevTokenOptions: Sendable {
     /// name, and `is_private_email` for relay addresses.
     public func claims(for provider: ProviderName, now: Int64) -> [String: JSONValue] {
         let issued = issuedAt ?? now
+        var configuredIssuer = issuer
+        if let tenantID { configuredIssuer = configuredIssuer?.replacing("{tenantid}", with: tenantID) }
         var claims: [String: JSONValue] = [
-            "iss": .string(provider.issuers.first ?? ""),
+            "iss": .string(configuredIssuer ?? provider.issuers.first ?? ""),
             "aud": .string(audience),
             "sub": .string(subject),
             "iat": .number(issued),
             "exp": .number(issued + expiresIn),
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
+        if let tenantID { claims["tid"] = .string(tenantID) }
         switch provider {
         case .google:
             claims["azp"] = .string(audience)
@@ -152,6 +207,13 @@ public struct DevTokenOptions: Sendable {
             }
         case .email:
             break  // no ID tokens: an email identity is proven by a one-time code
+        default:
+            // A configured OpenID Connect provider: the standard claims, email_verified a boolean.
+            if let email {
+                claims["email"] = .string(email)
+                claims["email_verified"] = .bool(emailVerified)
+            }
+            if let name { claims["name"] = .string(name) }
         }
         return claims
     }

@@ -126,7 +126,8 @@ struct PlaceholderFiller {
             var algorithm = JWSAlgorithm.rs256
             if words.count == 3 {
                 let options = try PlaceholderFiller.options(words.dropFirst(2))
-                guard let name = options["alg"], let chosen = JWSAlgorithm(rawValue: name), options.count == 1 else {
+                guard let name = options["alg"], let chosen = JWSAlgorithm(rawValue: name), AccessTokenCheck.algorithms.contains(chosen),
+                      options.count == 1 else {
                     throw CommandFailure("{{signingKey NAME alg=RS256|ES256}}: unknown option in {{\(placeholder)}}")
                 }
                 algorithm = chosen

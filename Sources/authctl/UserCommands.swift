@@ -6,7 +6,7 @@ import Logging
 struct UserCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users", abstract: "Show or delete one user, or prune expired guests (AUTH_STORE names the store).",
-        subcommands: [Show.self, Delete.self, PruneGuests.self])
+        subcommands: [Show.self, SetMetadata.self, Delete.self, PruneGuests.self])
 
     static func services() throws -> AuthServices {
         try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning))
@@ -23,6 +23,23 @@ struct UserCommands: ParsableCommand {
                 throw CommandFailure("no user \(userID)")
             }
             print(description.prettyPrinted())
+        }
+    }
+
+    struct SetMetadata: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-metadata",
+            abstract: "Replace the user's app metadata (a JSON object of at most 2,048 bytes; '{}' clears it).",
+            discussion: "Every access token issued afterwards carries it as the claim app_metadata: the next sign-in, and each session's next refresh.")
+
+        @Argument(help: "The user id.") var userID: String
+        @Argument(help: "The metadata, a JSON object, e.g. '{\"role\":\"admin\"}'.") var json: String
+
+        func run() throws {
+            guard let user = try UserCommands.services().setAppMetadata(userID, json: json) else {
+                throw CommandFailure("no user \(userID)")
+            }
+            print(JSONValue.object(["user": user]).prettyPrinted())
         }
     }
 

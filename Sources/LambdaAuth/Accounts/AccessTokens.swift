@@ -68,13 +68,15 @@ public struct AccessTokenIssuer: Sendable {
     public var key: AccessTokenKey { keys.signing }
 
     /// `anonymous`: a guest's token also carries `"is_anonymous": true` (contract section 9).
+    /// `appMetadata`: the user's (contract section 17), as the claim `app_metadata` when not empty.
     public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource,
-                      anonymous: Bool = false) throws(AuthError) -> String {
+                      anonymous: Bool = false, appMetadata: [String: JSONValue] = [:]) throws(AuthError) -> String {
         var claims: [String: JSONValue] = [
             "iss": .string(issuer), "aud": .string(audience), "sub": .string(userID), "sid": .string(sessionID),
             "iat": .number(now), "exp": .number(now + lifetime), "jti": .string(random.identifier()),
         ]
         if anonymous { claims["is_anonymous"] = true }
+        if !appMetadata.isEmpty { claims["app_metadata"] = .object(appMetadata) }
         do {
             return try JWSSigner.sign(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.signingKey)
         } catch {

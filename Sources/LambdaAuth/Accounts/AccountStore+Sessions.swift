@@ -8,6 +8,11 @@ extension AccountStore {
             .compactMap(SessionRecord.init(item:))
     }
 
+    /// The sessions whose item is still there (its `ttl`, the live token's expiry, not passed) and active.
+    func liveSessionIDs(of userID: String) throws(AuthError) -> Set<String> {
+        Set(try sessions(of: userID).filter { $0.status == .active }.map(\.sessionID))
+    }
+
     func session(userID: String, sessionID: String) throws(AuthError) -> SessionRecord? {
         try table.read(Keys.session(userID, sessionID)).flatMap(SessionRecord.init(item:))
     }

@@ -1,11 +1,17 @@
 /// The account flows' writes: each is one transaction whose steps are named, so an outcome says
 /// which condition failed rather than which position in the transaction did.
 extension AccountStore {
-    /// The stored form of a new refresh token of `sessionID`'s family, issued to `user`.
-    func newRefreshToken(_ credential: RefreshTokenCredential, sessionID: String, sessionCreatedAt: Int64,
+    /// The stored form of a new refresh token of `family`, issued to `user`. It never promises more
+    /// than the session has left (AUTH_SESSION_MAX_AGE) nor, for a guest, more than the guest's
+    /// `ttl`, which this token moves to now + AUTH_GUEST_TTL.
+    func newRefreshToken(_ credential: RefreshTokenCredential, family: RefreshFamilyKey, sessionCreatedAt: Int64,
                          user: UserSnapshot, now: Int64) -> RefreshTokenRecord {
-        RefreshTokenRecord(credential: credential, familyID: sessionID, createdAt: now, expiresAt: now + refreshTokenTTL,
-                           sessionCreatedAt: sessionCreatedAt, user: user)
+        let guestExpiresAt = user.isGuest ? now + guestTTL : nil
+        let expiresAt = min(now + refreshTokenTTL, sessionEnd(createdAt: sessionCreatedAt) ?? .max, guestExpiresAt ?? .max)
+        var record = RefreshTokenRecord(credential: credential, family: family, createdAt: now, expiresAt: expiresAt,
+                                        sessionCreatedAt: sessionCreatedAt, user: user)
+        record.guestExpiresAt = guestExpiresAt
+        return record
     }
 
     static func emailClaimItem(_ key: String, userID: String) -> Item {
@@ -49,7 +55,7 @@ extension AccountStore {
             plan.add(.email, .put(AccountStore.emailClaimItem(email, userID: userID), condition: "attribute_not_exists(PK)"))
         }
         plan.add([
-            .put(account.session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+            .put(account.session.item(liveTokenExpiresAt: account.refreshToken.expiresAt), condition: "attribute_not_exists(PK)"),
             .put(account.refreshToken.item),
         ])
         guard let cancellation = try table.run(plan) else { return .created }
@@ -122,7 +128,7 @@ extension AccountStore {
             if let claim = move.claim { plan.add(.emailClaim, .put(AccountStore.emailClaimItem(claim, userID: userID), condition: "attribute_not_exists(PK)")) }
         }
         plan.add([
-            .put(opening.session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+            .put(opening.session.item(liveTokenExpiresAt: opening.refreshToken.expiresAt), condition: "attribute_not_exists(PK)"),
             .put(opening.refreshToken.item),
         ])
         plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
@@ -140,8 +146,9 @@ extension AccountStore {
 
     enum RotationOutcome {
         case rotated
-        /// The session was signed out: the token is dead.
-        case sessionRevoked
+        /// The session was signed out, or (a family of an earlier release) moved to generations
+        /// already by another of its tokens: the session item decides which.
+        case sessionChanged
         /// Lost a race: the user changed since the token's copy was made (or the session left
         /// the profile), and/or another refresh rotated the token first.
         case lostRace(userChanged: Bool, tokenRotated: Bool)
@@ -149,27 +156,44 @@ extension AccountStore {
 
     private enum RotationStep: Equatable { case retireOld, profile, session }
 
-    /// The old token ACTIVE → USED (skipped for a USED token within its grace period), the new
-    /// token put, the profile checked at the version of the user copy the new token carries and
-    /// with the session still active, and the session touched conditional on being active, so no
-    /// token minted by a refresh racing a revocation survives it. The new token's `guestExpiresAt`
-    /// (its user copy is a guest's, exact by its version): the profile's and the session's `ttl`
-    /// move forward to it.
-    func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, userVersion: Int64,
-                now: Int64, activeAtMilliseconds: Int64) throws(AuthError) -> RotationOutcome {
+    /// One live token per family: the old token ACTIVE → USED with the nonce its successor's
+    /// secret derives from (visible for the grace period only), the successor put, the token
+    /// before the old one deleted (so a family keeps two token items at most), the profile checked
+    /// at the version of the user copy the new token carries and with the session still active,
+    /// and the session moved to the new generation, conditional on being active, so no token
+    /// minted by a refresh racing a revocation survives it. A token of an earlier release's family
+    /// (no generation) moves the family to generations, conditional on no other token having
+    /// done so: that one alone continues the family. The new token's `guestExpiresAt` (its user
+    /// copy is a guest's, exact by its version): the profile's `ttl` moves forward to it.
+    func rotate(_ old: RefreshTokenRecord, to new: RefreshTokenRecord, successorNonce: [UInt8], refreshGrace: Int64,
+                userVersion: Int64, now: Int64, activeAtMilliseconds: Int64) throws(AuthError) -> RotationOutcome {
         let guestExpiresAt = new.guestExpiresAt
-        var plan = TransactionPlan<RotationStep>()
-        if old.status == .active {
-            plan.add(.retireOld, .update(
-                key: old.key, update: "SET #status = :used, usedAt = :now, replacedBy = :next, #ttl = :ttl",
-                condition: "#status = :active",
-                attributes: ExpressionAttributes(
-                    names: ["#status": "status", "#ttl": "ttl"],
-                    values: [":used": .s(RefreshTokenStatus.used.rawValue), ":active": .s(RefreshTokenStatus.active.rawValue),
-                             ":now": .s(Timestamps.format(now)), ":next": .s(new.key.sk),
-                             ":ttl": .n(now + RefreshTokenRecord.usedVisibility)])))
+        let migrating = old.generation == nil
+        let retireNames = ["#status": "status", "#ttl": "ttl"]
+        var retireValues: [String: AttributeValue] = [
+            ":used": .s(RefreshTokenStatus.used.rawValue), ":active": .s(RefreshTokenStatus.active.rawValue),
+            ":now": .s(Timestamps.format(now)), ":next": .s(new.key.sk), ":nonce": .s(Base64.urlEncoded(successorNonce)),
+        ]
+        var retire = "SET #status = :used, usedAt = :now, replacedBy = :next, successorNonce = :nonce"
+        if !migrating {
+            // Past the grace period the item is not needed: the session's generation tells reuse.
+            retire += ", #ttl = :ttl"
+            retireValues[":ttl"] = .n(now + refreshGrace)
+        } else if let end = sessionEnd(createdAt: new.sessionCreatedAt ?? now) {
+            // A token of the earlier format names no family: its item is what recognises its reuse,
+            // for as long as the family can live.
+            retire += ", #ttl = :ttl"
+            retireValues[":ttl"] = .n(end)
+        } else {
+            retire += " REMOVE #ttl"
         }
+        var plan = TransactionPlan<RotationStep>()
+        plan.add(.retireOld, .update(key: old.key, update: retire, condition: "#status = :active",
+                                     attributes: ExpressionAttributes(names: retireNames, values: retireValues)))
         plan.add([.put(new.item)])
+        if let generation = old.generation, generation > 1 {
+            plan.add([.delete(key: Keys.refreshToken(old.userID, RefreshTokenCredential.tokenID(familyID: old.familyID, generation: generation - 1)))])
+        }
         var profileNames = ["#sid": old.familyID, "#version": "version"]
         var profileValues: [String: AttributeValue] = [":now": .n(activeAtMilliseconds), ":version": .n(userVersion)]
         var profileUpdate = "SET activeSessions.#sid = :now"
@@ -182,20 +206,61 @@ extension AccountStore {
             key: Keys.profileKey(old.userID), update: profileUpdate,
             condition: "attribute_exists(activeSessions.#sid) AND #version = :version",
             attributes: ExpressionAttributes(names: profileNames, values: profileValues)))
-        plan.add(.session, .update(
-            key: Keys.session(old.userID, old.familyID), update: "SET lastActiveAt = :now, #ttl = :ttl",
-            condition: "#status = :active",
-            attributes: ExpressionAttributes(
-                names: ["#status": "status", "#ttl": "ttl"],
-                values: [":now": .s(Timestamps.format(now)), ":active": .s(SessionStatus.active.rawValue),
-                         ":ttl": .n(min(now + refreshTokenTTL, guestExpiresAt ?? .max))])))
-        guard let cancellation = try table.run(plan) else { return .rotated }
-        if cancellation.failed(.session) { return .sessionRevoked }
-        let userChanged = cancellation.failed(.profile), tokenRotated = cancellation.failed(.retireOld)
-        guard userChanged || tokenRotated else {
-            throw AuthError(.internal, "internal error", detail: "refresh cancelled: \(cancellation.codes)")
+        var sessionUpdate = "SET lastActiveAt = :now, #ttl = :ttl, liveGeneration = :generation"
+        var sessionValues: [String: AttributeValue] = [
+            ":now": .s(Timestamps.format(now)), ":active": .s(SessionStatus.active.rawValue),
+            ":ttl": .n(new.expiresAt), ":generation": .n(new.generation ?? 1),
+        ]
+        var sessionCondition = "#status = :active"
+        if migrating, let familyKey = new.familyKey {
+            sessionUpdate += ", familyKey = :familyKey"
+            sessionValues[":familyKey"] = familyKey.stored
+            sessionCondition += " AND attribute_not_exists(liveGeneration)"
         }
-        return .lostRace(userChanged: userChanged, tokenRotated: tokenRotated)
+        plan.add(.session, .update(
+            key: Keys.session(old.userID, old.familyID), update: sessionUpdate, condition: sessionCondition,
+            attributes: ExpressionAttributes(names: ["#status": "status", "#ttl": "ttl"], values: sessionValues)))
+        guard let cancellation = try table.run(plan) else { return .rotated }
+        let userChanged = cancellation.failed(.profile), tokenRotated = cancellation.failed(.retireOld)
+        if tokenRotated || userChanged { return .lostRace(userChanged: userChanged, tokenRotated: tokenRotated) }
+        if cancellation.failed(.session) { return .sessionChanged }
+        throw AuthError(.internal, "internal error", detail: "refresh cancelled: \(cancellation.codes)")
+    }
+
+    enum GraceOutcome {
+        case confirmed
+        /// The live token was rotated again meanwhile: the presented one is two generations old.
+        case successorRotated
+        /// The user changed since the live token's copy was made (or the session left the profile).
+        case userChanged
+        case sessionRevoked
+    }
+
+    private enum GraceStep: Equatable { case successor, profile, session }
+
+    /// A retry within the grace period hands out the live token again; the checks of a rotation
+    /// still hold (the live token is still the live one, the session active, the user copy
+    /// exact) and the session's activity moves forward, but nothing of the family changes.
+    func confirmGraceRetry(successor: RefreshTokenRecord, userVersion: Int64, now: Int64) throws(AuthError) -> GraceOutcome {
+        var plan = TransactionPlan<GraceStep>()
+        plan.add(.successor, .conditionCheck(
+            key: successor.key, condition: "#status = :active",
+            attributes: ExpressionAttributes(names: ["#status": "status"], values: [":active": .s(RefreshTokenStatus.active.rawValue)])))
+        plan.add(.profile, .update(
+            key: Keys.profileKey(successor.userID), update: "SET activeSessions.#sid = :now",
+            condition: "attribute_exists(activeSessions.#sid) AND #version = :version",
+            attributes: ExpressionAttributes(names: ["#sid": successor.familyID, "#version": "version"],
+                                             values: [":now": .n(now), ":version": .n(userVersion)])))
+        plan.add(.session, .update(
+            key: Keys.session(successor.userID, successor.familyID), update: "SET lastActiveAt = :now",
+            condition: "#status = :active",
+            attributes: ExpressionAttributes(names: ["#status": "status"],
+                                             values: [":now": .s(Timestamps.format(now)), ":active": .s(SessionStatus.active.rawValue)])))
+        guard let cancellation = try table.run(plan) else { return .confirmed }
+        if cancellation.failed(.successor) { return .successorRotated }
+        if cancellation.failed(.session) { return .sessionRevoked }
+        if cancellation.failed(.profile) { return .userChanged }
+        throw AuthError(.internal, "internal error", detail: "grace retry cancelled: \(cancellation.codes)")
     }
 
     // MARK: - Linking and unlinking

@@ -1,3 +1,5 @@
+import Crypto
+
 /// The single-table layout (contract sections 6 and 12) behind the few operations the account
 /// flows need. Flows decide; the store knows keys, item shapes, conditions and which named step of
 /// a transaction failed, and turns table failures into the contract's errors. Every read here
@@ -11,6 +13,13 @@ struct AccountStore: Sendable {
     let refreshTokenTTL: Int64
     /// A guest's items live this long past its last sign-in or refresh (AUTH_GUEST_TTL).
     var guestTTL: Int64 = 2_592_000
+    /// No refresh succeeds once a session is this old (AUTH_SESSION_MAX_AGE; 0: no limit).
+    var sessionMaxAge: Int64 = 7_776_000
+
+    /// When a session opened at `createdAt` can no longer refresh (nil: never, by age).
+    func sessionEnd(createdAt: Int64) -> Int64? {
+        sessionMaxAge > 0 ? createdAt + sessionMaxAge : nil
+    }
 
     // MARK: - Reads
 
@@ -38,25 +47,58 @@ struct AccountStore: Sendable {
         return profile.map { UserView(profile: $0, identities: identities) }
     }
 
-    /// The item of a refresh token as a client presents it: by the key a keyed token carries, or
-    /// (a token of the earlier format) located once through GSI1. Unknown: REFRESH_TOKEN_NOT_FOUND.
-    func refreshToken(presented token: String) throws(AuthError) -> RefreshTokenRecord {
-        let found: RefreshTokenRecord?
+    /// A presented refresh token as the store finds it.
+    enum FoundRefreshToken {
+        /// Its item, whose hash the presented secret matches.
+        case item(RefreshTokenRecord, secret: [UInt8])
+        /// A token of the current format whose item is gone (a generation that is no longer live,
+        /// or one swept past its expiry), proven by its family's key: its session decides.
+        case retired(RefreshTokenCredential, session: SessionRecord)
+    }
+
+    /// Finds what a presented token names: by the key it carries (one GetItem; a second, of its
+    /// session, when that item is gone), or (a token of the first format) once through GSI1.
+    /// Unknown, forged or of a family that is gone: REFRESH_TOKEN_NOT_FOUND.
+    func findRefreshToken(presented token: String) throws(AuthError) -> FoundRefreshToken {
+        var found: FoundRefreshToken?
         switch RefreshTokenCredential.parse(token) {
-        case .unknown: found = nil
-        case .keyed(let credential): found = try refreshToken(credential)
-        case .legacy(let tokenHash): found = try refreshToken(legacyHash: tokenHash)
+        case .unknown: break
+        case .family(let presented):
+            if let record = try refreshToken(at: Keys.refreshToken(presented.userID, presented.tokenID)) {
+                // The tag too: one token has one spelling.
+                if Self.secretMatches(record, presented.secretHash), let key = record.familyKey, presented.authenticated(by: key) != nil {
+                    found = .item(record, secret: presented.secret)
+                }
+            } else if let session = try session(userID: presented.userID, sessionID: presented.familyID),
+                      let key = session.familyKey, let credential = presented.authenticated(by: key) {
+                found = .retired(credential, session: session)
+            }
+        case .keyed(let userID, let tokenID, let secret):
+            // Only an item of that format: a family's items are named by the current format alone.
+            if let record = try refreshToken(at: Keys.refreshToken(userID, tokenID)), record.generation == nil,
+               Self.secretMatches(record, SHA256.hexDigest(of: secret)) {
+                found = .item(record, secret: secret)
+            }
+        case .legacy(let tokenHash, let secret):
+            found = try refreshToken(legacyHash: tokenHash).map { .item($0, secret: secret) }
         }
         guard let found else { throw AuthError(.refreshTokenNotFound, "the refresh token is not known") }
         return found
     }
 
-    /// A keyed refresh token's item, provided the token's secret hashes to the stored
-    /// `secretHash` (compared in constant time: a forged secret learns nothing from timing).
-    func refreshToken(_ credential: RefreshTokenCredential) throws(AuthError) -> RefreshTokenRecord? {
-        guard let record = try refreshToken(at: Keys.refreshToken(credential.userID, credential.tokenID)),
-              let expected = record.secretHash, constantTimeEqual(expected.utf8, credential.secretHash.utf8) else { return nil }
+    /// The item of a presented token whose item still exists (sign-out by refresh token).
+    func refreshToken(presented token: String) throws(AuthError) -> RefreshTokenRecord {
+        guard case .item(let record, _) = try findRefreshToken(presented: token) else {
+            throw AuthError(.refreshTokenNotFound, "the refresh token is not known")
+        }
         return record
+    }
+
+    /// The presented secret hashes to the stored `secretHash` (compared in constant time: a forged
+    /// secret learns nothing from timing).
+    private static func secretMatches(_ record: RefreshTokenRecord, _ presentedHash: String) -> Bool {
+        guard let expected = record.secretHash else { return false }
+        return constantTimeEqual(expected.utf8, presentedHash.utf8)
     }
 
     /// A token of the earlier, unkeyed format: located through GSI1 by its hash, then re-read

@@ -38,7 +38,8 @@ public final class AuthServices: Sendable {
         self.table = store
         verifier = IDTokenVerifier(configuration: configuration, httpClient: httpClient, clock: configuration.clock, logger: logger)
         tokens = try TokenService(configuration: configuration, table: store, clock: configuration.clock, random: random)
-        self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL)
+        self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL,
+                                  sessionMaxAge: configuration.sessionMaxAge)
         retry = OptimisticRetry(sleeper: sleeper, random: random)
         apple = AppleAccountTokens(settings: configuration.appleServer, http: httpClient, store: self.store, clock: configuration.clock)
         oneTimeCodeFlow = Result { () throws(AuthError) in
@@ -104,7 +105,8 @@ public final class AuthServices: Sendable {
 
     var deleteAccount: DeleteAccountFlow {
         DeleteAccountFlow(callerCheck: callerCheck,
-                          reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow),
+                          reauthentication: Reauthentication(verifier: verifier, window: configuration.reauthenticationWindow,
+                                                             clockSkew: configuration.clockSkew),
                           store: store, deletion: deletion, clock: clock, retry: retry, apple: apple)
     }
 

@@ -52,6 +52,8 @@ struct UserProfile: Sendable {
     /// was inactive for AUTH_GUEST_TTL; `guestExpiresAt` is the PROFILE's `ttl`, the latest of them.
     var isGuest = false
     var guestExpiresAt: Int64?
+    /// Operators' claims for the app's own authorization (contract section 17); empty: none.
+    var appMetadata: [String: JSONValue] = [:]
 
     /// Whether a token of `sessionID` may still act for this user: the session is active and no
     /// deletion is under way.
@@ -95,6 +97,7 @@ struct UserProfile: Sendable {
         deletionRequestedAt = item["deletionRequestedAt"].flatMap(Timestamps.parse)
         isGuest = item["isGuest"]?.boolValue ?? false
         guestExpiresAt = isGuest ? item["ttl"]?.int64Value : nil
+        appMetadata = AppMetadata.read(item["appMetadata"]?.stringValue)
     }
 
     var item: Item {
@@ -114,6 +117,7 @@ struct UserProfile: Sendable {
             item["isGuest"] = .bool(true)
             if let guestExpiresAt { item["ttl"] = .n(guestExpiresAt) }
         }
+        if let metadata = AppMetadata.stored(appMetadata) { item["appMetadata"] = .s(metadata) }
         return item
     }
 }
@@ -166,8 +170,7 @@ struct LinkedIdentity: Sendable {
 
     /// Oldest link first; links made in the same second in the providers' declaration order.
     static func linkOrder(_ lhs: LinkedIdentity, _ rhs: LinkedIdentity) -> Bool {
-        let order = ProviderName.allCases
-        return (lhs.linkedAt, order.firstIndex(of: lhs.provider)!) < (rhs.linkedAt, order.firstIndex(of: rhs.provider)!)
+        (lhs.linkedAt, lhs.provider.declarationIndex, lhs.provider.rawValue) < (rhs.linkedAt, rhs.provider.declarationIndex, rhs.provider.rawValue)
     }
 
     var json: JSONValue {
@@ -192,6 +195,11 @@ enum RefreshTokenStatus: String, Sendable {
 /// A refresh token as stored: never the token itself, only `secretHash` (SHA-256 of its secret
 /// part, checked in constant time) and `GSI1PK` (SHA-256 of the whole token, for operators and for
 /// finding tokens issued before keyed tokens existed).
+///
+/// A family keeps two such items at most: its live token (ACTIVE) and the one it replaced (USED,
+/// visible for the grace period only, carrying the nonce its successor's secret derives from).
+/// Older generations leave no item: their reuse is recognised from the token itself (family and
+/// generation) against the session item's `liveGeneration`.
 struct RefreshTokenRecord: Sendable {
     var userID: String
     var tokenID: String
@@ -199,11 +207,18 @@ struct RefreshTokenRecord: Sendable {
     /// nil on items written before keyed tokens: those are found and checked by `tokenHash`.
     var secretHash: String?
     var familyID: String
+    /// nil on items written before families had generations (format-1 and older tokens).
+    var generation: Int64?
     var status: RefreshTokenStatus
     var createdAt: Int64
     var expiresAt: Int64
     var usedAt: Int64?
     var replacedBy: String?
+    /// On a USED item within the grace period: what its successor's secret derives from.
+    var successorNonce: [UInt8]?
+    /// A copy of the session's family key, so the rotation can tag the successor without reading
+    /// the session (nil on items written before families had generations).
+    var familyKey: RefreshFamilyKey?
     /// Copied from the session so that a refresh can answer `session.createdAt` without reading it.
     var sessionCreatedAt: Int64?
     /// The user as the response that issued this token showed it, so that a refresh needs no read
@@ -212,13 +227,15 @@ struct RefreshTokenRecord: Sendable {
     /// A guest's token vanishes no later than the guest does (written, never read back).
     var guestExpiresAt: Int64?
 
-    init(credential: RefreshTokenCredential, familyID: String, createdAt: Int64, expiresAt: Int64,
+    init(credential: RefreshTokenCredential, family: RefreshFamilyKey, createdAt: Int64, expiresAt: Int64,
          sessionCreatedAt: Int64, user: UserSnapshot) {
+        self.familyKey = family
         self.userID = credential.userID
         self.tokenID = credential.tokenID
         self.tokenHash = credential.tokenHash
         self.secretHash = credential.secretHash
-        self.familyID = familyID
+        self.familyID = credential.familyID
+        self.generation = credential.generation
         self.status = .active
         self.createdAt = createdAt
         self.expiresAt = expiresAt
@@ -238,11 +255,14 @@ struct RefreshTokenRecord: Sendable {
         tokenHash = String(index.dropFirst(8))
         secretHash = item["secretHash"]?.stringValue
         self.familyID = familyID
+        generation = item["generation"]?.int64Value
         self.status = status
         createdAt = item["createdAt"].flatMap(Timestamps.parse) ?? 0
         self.expiresAt = expiresAt
         usedAt = item["usedAt"].flatMap(Timestamps.parse)
         replacedBy = item["replacedBy"]?.stringValue
+        successorNonce = item["successorNonce"]?.stringValue.flatMap(Base64.urlDecoded)
+        familyKey = RefreshFamilyKey(familyID: familyID, stored: item["familyKey"])
         sessionCreatedAt = item["sessionCreatedAt"].flatMap(Timestamps.parse)
         user = UserSnapshot(item: item)
     }
@@ -257,6 +277,8 @@ struct RefreshTokenRecord: Sendable {
         item["GSI1SK"] = .s("REFRESH")
         if let secretHash { item["secretHash"] = .s(secretHash) }
         item["familyId"] = .s(familyID)
+        if let generation { item["generation"] = .n(generation) }
+        if let familyKey { item["familyKey"] = familyKey.stored }
         item["userId"] = .s(userID)
         item["status"] = .s(status.rawValue)
         item["createdAt"] = .s(Timestamps.format(createdAt))
@@ -290,6 +312,10 @@ struct UserSnapshot: Sendable {
     /// The user was a guest when this copy was made (the copy is exact while its version holds).
     var isGuest: Bool { json["isGuest"]?.boolValue == true }
 
+    /// The operators' app metadata as of this copy: an operator's change bumps the version, so the
+    /// next refresh reads the user again and carries it.
+    var appMetadata: [String: JSONValue] { json["appMetadata"]?.objectValue ?? [:] }
+
     func store(in item: inout Item) {
         item["userView"] = .s(json.serialized())
         item["profileVersion"] = .n(profileVersion)
@@ -306,14 +332,20 @@ struct SessionRecord: Sendable {
     var status: SessionStatus
     /// A guest's session vanishes no later than the guest does (written, never read back).
     var guestExpiresAt: Int64?
+    /// The refresh-token family: its key (tags its tokens) and the generation of its one live
+    /// token. nil on sessions whose family an earlier release wrote, until its next refresh.
+    var familyKey: RefreshFamilyKey?
+    var liveGeneration: Int64?
 
-    init(userID: String, sessionID: String, device: [String: String], now: Int64) {
+    init(userID: String, sessionID: String, device: [String: String], family: RefreshFamilyKey, now: Int64) {
         self.userID = userID
         self.sessionID = sessionID
         self.device = device
         self.createdAt = now
         self.lastActiveAt = now
         self.status = .active
+        self.familyKey = family
+        self.liveGeneration = 1
     }
 
     init?(item: Item) {
@@ -329,16 +361,21 @@ struct SessionRecord: Sendable {
         createdAt = item["createdAt"].flatMap(Timestamps.parse) ?? 0
         lastActiveAt = item["lastActiveAt"].flatMap(Timestamps.parse) ?? createdAt
         status = item["status"]?.stringValue.flatMap(SessionStatus.init(rawValue:)) ?? .active
+        familyKey = RefreshFamilyKey(familyID: sessionID, stored: item["familyKey"])
+        liveGeneration = item["liveGeneration"]?.int64Value
     }
 
-    func item(refreshTokenTTL: Int64) -> Item {
+    /// The session lives as long as its live refresh token can refresh (`liveTokenExpiresAt`, which
+    /// AUTH_SESSION_MAX_AGE and a guest's expiry already cap): after that it cannot be resumed.
+    func item(liveTokenExpiresAt: Int64) -> Item {
         var item = Keys.session(userID, sessionID).item
         item["device"] = .m(device.mapValues(AttributeValue.s))
         item["createdAt"] = .s(Timestamps.format(createdAt))
         item["lastActiveAt"] = .s(Timestamps.format(lastActiveAt))
         item["status"] = .s(status.rawValue)
-        // A session outlives its last refresh token by nothing: after that it cannot be resumed.
-        item["ttl"] = .n(min(lastActiveAt + refreshTokenTTL, guestExpiresAt ?? .max))
+        if let familyKey { item["familyKey"] = familyKey.stored }
+        if let liveGeneration { item["liveGeneration"] = .n(liveGeneration) }
+        item["ttl"] = .n(min(liveTokenExpiresAt, guestExpiresAt ?? .max))
         return item
     }
 
@@ -401,6 +438,8 @@ struct UserView {
         ]
         // Only guests carry the field: a full user's object is as it always was.
         if profile.isGuest { fields["isGuest"] = .bool(true) }
+        // Likewise only users an operator gave metadata to.
+        if !profile.appMetadata.isEmpty { fields["appMetadata"] = .object(profile.appMetadata) }
         return .object(fields)
     }
 }

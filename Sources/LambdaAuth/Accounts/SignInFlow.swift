@@ -61,7 +61,7 @@ struct SignInFlow: Sendable {
         var minted = MintedSessions(tokens: tokens, random: random, logger: logger)
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
-                switch try openSession(userID: userID, minted: minted.session(for: userID), identity: identity, request: request,
+                switch try openSession(userID: userID, minted: &minted, identity: identity, request: request,
                                        joining: nil, logger: logger) {
                 case .opened(let result): return result
                 case .userDeleted: return nil  // a new user, next attempt
@@ -79,7 +79,7 @@ struct SignInFlow: Sendable {
                 if emailLinking == .verified {
                     let joining = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email,
                                                  linkedAt: clock.nowSeconds)
-                    switch try openSession(userID: owner, minted: minted.session(for: owner), identity: identity, request: request,
+                    switch try openSession(userID: owner, minted: &minted, identity: identity, request: request,
                                            joining: joining, logger: logger) {
                     case .opened(let result):
                         logger.info("linked a new identity to an existing user by verified email",
@@ -96,7 +96,7 @@ struct SignInFlow: Sendable {
                     claimEmail = false
                 }
             }
-            switch try createUser(identity, minted: minted.session(for: newUserID), request: request, claimEmail: claimEmail,
+            switch try createUser(identity, minted: &minted, userID: newUserID, request: request, claimEmail: claimEmail,
                                   logger: logger) {
             case .created(let result): return result
             case .identityTaken: return nil  // lost the race for this identity: sign in to the winner
@@ -114,9 +114,12 @@ struct SignInFlow: Sendable {
         case emailTaken
     }
 
-    func createUser(_ identity: VerifiedIdentity, minted: MintedSession, request: SignInRequest, claimEmail: Bool,
+    func createUser(_ identity: VerifiedIdentity, minted: inout MintedSessions, userID: String, request: SignInRequest, claimEmail: Bool,
                     logger: Logger) throws(AuthError) -> Creation {
-        let (userID, sessionID, refresh, issued) = (minted.refresh.userID, minted.sessionID, minted.refresh, minted.issued)
+        let minting = minted.session(for: userID)
+        let (sessionID, family, refresh) = (minting.sessionID, minting.family, minting.refresh)
+        // A new user has no app metadata yet.
+        var issued = try minted.tokens(for: userID, appMetadata: [:])
         let now = clock.nowSeconds
         let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
         var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
@@ -124,10 +127,12 @@ struct SignInFlow: Sendable {
         profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [linked])
-        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
+        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+        let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        issued.refreshTokenLifetime = refreshToken.expiresAt - now
         let account = AccountStore.NewAccount(
             user: user, identity: linked, emailClaim: claimEmail ? identity.email.flatMap(EmailKey.of) : nil, session: session,
-            refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now))
+            refreshToken: refreshToken)
         switch try store.create(account) {
         case .created:
             logger.info("created a user", metadata: ["userId": .string(userID), "provider": .string(identity.provider.rawValue)])
@@ -151,9 +156,10 @@ struct SignInFlow: Sendable {
     /// token and refreshes the profile from the identity, in one transaction guarded by the
     /// profile's version. `joining` (sign-in by verified email) links the identity in the same
     /// transaction.
-    func openSession(userID: String, minted: MintedSession, identity: VerifiedIdentity, request: SignInRequest, joining: LinkedIdentity?,
-                     logger: Logger) throws(AuthError) -> SessionOpening {
-        let (sessionID, refresh, issued) = (minted.sessionID, minted.refresh, minted.issued)
+    func openSession(userID: String, minted: inout MintedSessions, identity: VerifiedIdentity, request: SignInRequest,
+                     joining: LinkedIdentity?, logger: Logger) throws(AuthError) -> SessionOpening {
+        let minting = minted.session(for: userID)
+        let (sessionID, family, refresh) = (minting.sessionID, minting.family, minting.refresh)
         return try retry.run("session opening") { () throws(AuthError) -> SessionOpening? in
             let now = clock.nowSeconds
             guard var user = try store.user(userID) else { return .userUnavailable }
@@ -161,6 +167,9 @@ struct SignInFlow: Sendable {
                 try deletion.finish(userID: userID, logger: logger)
                 return .userDeleted
             }
+            // Before the write, as every mint is; the transaction's version condition makes sure
+            // the metadata signed is the metadata committed.
+            var issued = try minted.tokens(for: userID, appMetadata: user.profile.appMetadata)
             if user.profile.activeSessions[sessionID] != nil, let opened = try store.session(userID: userID, sessionID: sessionID) {
                 // An earlier attempt of this sign-in committed though its answer was lost (a
                 // transaction retried after a timeout): the session is open, with these tokens.
@@ -185,10 +194,11 @@ struct SignInFlow: Sendable {
             let evictedTokens = evicted.isEmpty ? [] : try store.unrevokedRefreshTokenKeys(of: userID, families: Set(evicted))
             user.profile.activeSessions[sessionID] = activity
             user.profile.version = readVersion + 1
-            let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, now: now)
+            let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+            let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+            issued.refreshTokenLifetime = refreshToken.expiresAt - now
             let opening = AccountStore.SessionOpening(
-                user: user, readVersion: readVersion, joining: joining, session: session,
-                refreshToken: store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now),
+                user: user, readVersion: readVersion, joining: joining, session: session, refreshToken: refreshToken,
                 evicted: evicted, evictedTokens: evictedTokens, emailClaimMove: emailClaimMove)
             switch try store.open(opening, now: now) {
             case .opened(let revokedEveryEvictedToken):
@@ -216,21 +226,25 @@ struct SignInFlow: Sendable {
     }
 }
 
-/// The session a sign-in opens, with its tokens and temporary credentials.
+/// The session a sign-in opens: its id, refresh family and first refresh token, fixed once per
+/// user the sign-in lands on.
 struct MintedSession: Sendable {
     let sessionID: String
+    let family: RefreshFamilyKey
     let refresh: RefreshTokenCredential
-    let issued: IssuedTokens
 }
 
 /// Minting happens before the sign-in's write (a failure, such as STS down, leaves the store as
 /// it was) but outside its optimistic retries: at most once per user the sign-in lands on (one,
-/// unless a race moves the identity to another user), never once per lost race.
+/// unless a race moves the identity to another user), never once per lost race. The access
+/// token carries the app metadata of the user as read: only an operator's change between two
+/// attempts signs it again.
 struct MintedSessions {
     let tokens: any TokenIssuing
     let random: any RandomSource
     let logger: Logger
-    private var byUser: [String: MintedSession] = [:]
+    private var sessions: [String: MintedSession] = [:]
+    private var issued: [String: (appMetadata: [String: JSONValue], tokens: IssuedTokens)] = [:]
 
     init(tokens: any TokenIssuing, random: any RandomSource, logger: Logger) {
         self.tokens = tokens
@@ -238,15 +252,23 @@ struct MintedSessions {
         self.logger = logger
     }
 
-    mutating func session(for userID: String) throws(AuthError) -> MintedSession {
-        if let minted = byUser[userID] { return minted }
+    mutating func session(for userID: String) -> MintedSession {
+        if let minted = sessions[userID] { return minted }
         let sessionID = newIdentifier(random)
-        let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let minted = MintedSession(sessionID: sessionID, refresh: refresh,
-                                   issued: try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: false,
-                                                                  logger: logger))
-        byUser[userID] = minted
+        let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
+        let minted = MintedSession(sessionID: sessionID, family: family,
+                                   refresh: RefreshTokenCredential(userID: userID, family: family, random: random))
+        sessions[userID] = minted
         return minted
+    }
+
+    mutating func tokens(for userID: String, appMetadata: [String: JSONValue]) throws(AuthError) -> IssuedTokens {
+        if let minted = issued[userID], minted.appMetadata == appMetadata { return minted.tokens }
+        let session = session(for: userID)
+        let tokens = try tokens.issueTokens(userID: userID, sessionID: session.sessionID, refresh: session.refresh, anonymous: false,
+                                            appMetadata: appMetadata, logger: logger)
+        issued[userID] = (appMetadata, tokens)
+        return tokens
     }
 }
 

@@ -4,9 +4,10 @@ import Synchronization
 /// What the flows need from our own tokens: issuing an access token, a refresh token's response
 /// form and credentials for a session, and checking an access token.
 protocol TokenIssuing: Sendable {
-    /// `anonymous`: the user is a guest (`is_anonymous` in the access token).
+    /// `anonymous`: the user is a guest (`is_anonymous` in the access token); `appMetadata`: the
+    /// user's, as the claim `app_metadata` (contract section 17).
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     logger: Logger) throws(AuthError) -> IssuedTokens
+                     appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims
 }
 
@@ -16,7 +17,9 @@ struct IssuedTokens: Sendable {
     let accessToken: String
     let accessTokenLifetime: Int64
     let refreshToken: String
-    let refreshTokenLifetime: Int64
+    /// What the refresh token's record allows (the flows cap it by the session's maximum age and a
+    /// guest's expiry once they know them).
+    var refreshTokenLifetime: Int64
     let credentials: TemporaryCredentials
 }
 
@@ -49,12 +52,13 @@ final class TokenService: TokenIssuing, Sendable {
     /// Sign-in does it before its write, so a failure (no key, STS down) leaves the store as it
     /// was; refresh after its rotation commits, so that lost races never cost an STS call each.
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     logger: Logger) throws(AuthError) -> IssuedTokens {
+                     appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens {
         guard let issuer = try accessTokenIssuer(create: true, logger: logger) else {
             throw AuthError(.internal, "internal error", detail: "no access-token signing key")
         }
         let now = clock.nowSeconds
-        let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random, anonymous: anonymous)
+        let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random, anonymous: anonymous,
+                                           appMetadata: appMetadata)
         let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: now)
         return IssuedTokens(accessToken: accessToken, accessTokenLifetime: configuration.accessTokenTTL, refreshToken: refresh.token,
                             refreshTokenLifetime: configuration.refreshTokenTTL, credentials: credentials)

@@ -25,6 +25,8 @@ public struct AuthConfiguration: Sendable {
     /// AUTH_DATA_KEYS (or AUTH_DATA_KEY): what seals values at rest; nil when neither is set.
     public var dataKeys: DataKeys?
     public var requireNonce = false
+    /// AUTH_OIDC_PROVIDERS (or _FILE): the configured OpenID Connect providers (contract section 14).
+    public var oidcProviders: [OIDCProviderSettings] = []
     public var clockSkew: Int64 = 60
     public var emailLinking: EmailLinking = .verified
     public var store: StoreLocation = .local(directory: ".auth-store")
@@ -39,6 +41,8 @@ public struct AuthConfiguration: Sendable {
     public var accessTokenTTL: Int64 = 900
     public var refreshTokenTTL: Int64 = 2_592_000
     public var refreshGrace: Int64 = 30
+    /// AUTH_SESSION_MAX_AGE: no refresh succeeds once a session is this old (0: no limit).
+    public var sessionMaxAge: Int64 = 7_776_000
     /// A session younger than this may delete its account without presenting an ID token again.
     public var reauthenticationWindow: Int64 = 300
     public var maxSessions = 5
@@ -108,6 +112,7 @@ public struct AuthConfiguration: Sendable {
         configuration.dataKeys = try DataKeys.fromEnvironment(environment)
         configuration.appleServer = try AppleServerSettings.fromEnvironment(reader, dataKeys: configuration.dataKeys)
         configuration.requireNonce = try reader.bool("AUTH_REQUIRE_NONCE") ?? false
+        configuration.oidcProviders = try OIDCProviderSettings.fromEnvironment(reader, requireNonce: configuration.requireNonce)
         configuration.clockSkew = try reader.integer("AUTH_CLOCK_SKEW", in: 0...3600) ?? 60
         if let linking = reader.string("AUTH_LINK_BY_EMAIL") {
             guard let value = EmailLinking(rawValue: linking) else {
@@ -133,6 +138,7 @@ public struct AuthConfiguration: Sendable {
         configuration.accessTokenTTL = try reader.integer("AUTH_ACCESS_TOKEN_TTL", in: 60...86_400) ?? 900
         configuration.refreshTokenTTL = try reader.integer("AUTH_REFRESH_TOKEN_TTL", in: 300...31_536_000) ?? 2_592_000
         configuration.refreshGrace = try reader.integer("AUTH_REFRESH_GRACE", in: 0...3600) ?? 30
+        configuration.sessionMaxAge = try reader.integer("AUTH_SESSION_MAX_AGE", in: 0...315_360_000) ?? 7_776_000
         configuration.reauthenticationWindow = try reader.integer("AUTH_REAUTH_WINDOW", in: 0...86_400) ?? 300
         configuration.maxSessions = Int(try reader.integer("AUTH_MAX_SESSIONS", in: 1...1000) ?? 5)
         configuration.guestsEnabled = try reader.onOff("AUTH_GUEST") ?? false
@@ -171,7 +177,10 @@ public struct AuthConfiguration: Sendable {
         if let secret = configuration.credentialsSecret, secret.utf8.count < 16 {
             throw configError("AUTH_CREDENTIALS_SECRET", "must be at least 16 characters")
         }
-        configuration.credentialsTTL = try reader.integer("AUTH_CREDENTIALS_TTL", in: 900...43_200) ?? 3600
+        // Credentials outlive a sign-out until they expire: by default no longer than an access
+        // token would, within the 900 s to 43200 s that STS (and the contract) allow.
+        configuration.credentialsTTL = try reader.integer("AUTH_CREDENTIALS_TTL", in: 900...43_200)
+            ?? min(max(configuration.accessTokenTTL, 900), 43_200)
         configuration.stsRoleARN = reader.string("AUTH_STS_ROLE_ARN")
         configuration.stsEndpoint = try reader.url("AUTH_STS_ENDPOINT")
         configuration.userBucket = reader.string("AUTH_USER_BUCKET")

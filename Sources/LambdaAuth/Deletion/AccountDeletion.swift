@@ -81,8 +81,11 @@ struct AccountDeletion: Sendable {
 /// Whether the caller must prove again who they are before deleting the account.
 struct Reauthentication: Sendable {
     let verifier: any IdentityVerifying
-    /// A session younger than this needs no new proof (AUTH_REAUTH_WINDOW).
+    /// A session younger than this needs no new proof, and a proof must be younger than this
+    /// (AUTH_REAUTH_WINDOW).
     let window: Int64
+    /// AUTH_CLOCK_SKEW: the tolerance every time claim gets, the proof's issue time too.
+    var clockSkew: Int64 = 60
 
     struct Proof: Sendable {
         var provider: ProviderName
@@ -109,6 +112,21 @@ struct Reauthentication: Sendable {
         }
         guard user.identities.contains(where: { $0.provider == identity.provider && $0.subject.sameBytes(as: identity.subject) }) else {
             throw AuthError(.reauthenticationRequired, "the ID token is not one of this account's identities")
+        }
+        // An ID token stays valid for an hour: proving who you are needs one issued just now. An
+        // email code is checked when it is used and lives AUTH_OTP_TTL, so it is fresh as it is.
+        if proof.proven == nil {
+            try Reauthentication.checkFresh(identity.claims, window: window + clockSkew, now: now)
+        }
+    }
+
+    /// The proof's issue time: `auth_time` (when the user last authenticated) if present, else `iat`.
+    static func checkFresh(_ claims: [String: JSONValue], window: Int64, now: Int64) throws(AuthError) {
+        guard let issuedAt = (claims["auth_time"] ?? claims["iat"])?.doubleValue else {
+            throw AuthError(.reauthenticationRequired, "the ID token does not say when it was issued; sign in again")
+        }
+        guard Double(now) - issuedAt <= Double(window) else {
+            throw AuthError(.reauthenticationRequired, "the ID token was issued \(now - Int64(issuedAt)) s ago; present one issued within AUTH_REAUTH_WINDOW")
         }
     }
 }

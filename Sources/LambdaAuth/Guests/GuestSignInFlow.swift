@@ -33,8 +33,9 @@ struct GuestSignInFlow: Sendable {
         }
         let userID = newIdentifier(random)
         let sessionID = newIdentifier(random)
-        let refresh = RefreshTokenCredential(userID: userID, random: random)
-        let issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, logger: logger)
+        let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
+        let refresh = RefreshTokenCredential(userID: userID, family: family, random: random)
+        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, appMetadata: [:], logger: logger)
         let now = clock.nowSeconds
         let expiresAt = now + store.guestTTL
         var profile = UserProfile(userID: userID, email: nil, emailVerified: false, displayName: nil, pictureURL: nil, now: now)
@@ -44,10 +45,10 @@ struct GuestSignInFlow: Sendable {
         profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [])
-        var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, now: now)
+        var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
         session.guestExpiresAt = expiresAt
-        var token = store.newRefreshToken(refresh, sessionID: sessionID, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
-        token.guestExpiresAt = expiresAt
+        let token = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        issued.refreshTokenLifetime = token.expiresAt - now
         try store.createGuest(user, session: session, refreshToken: token)
         logger.info("created a guest", metadata: ["userId": .string(userID), "sessionId": .string(sessionID)])
         return SignInResult(user: user, isNewUser: true, session: session, tokens: issued)
@@ -60,7 +61,7 @@ extension AccountStore {
     func createGuest(_ user: UserView, session: SessionRecord, refreshToken: RefreshTokenRecord) throws(AuthError) {
         let actions: [TransactWriteAction] = [
             .put(user.profile.item, condition: "attribute_not_exists(PK)"),
-            .put(session.item(refreshTokenTTL: refreshTokenTTL), condition: "attribute_not_exists(PK)"),
+            .put(session.item(liveTokenExpiresAt: refreshToken.expiresAt), condition: "attribute_not_exists(PK)"),
             .put(refreshToken.item),
         ]
         if let reasons = try table.transact(actions) {
@@ -95,8 +96,13 @@ extension AccountStore {
     func dropGuestExpiry(of userID: String, now: Int64) {
         guard let sessions = try? self.sessions(of: userID), let tokens = try? refreshTokens(of: userID) else { return }
         var updates: [(TableKey, Int64)] = []
+        // A session lives as long as its live token can refresh (a family of an earlier release:
+        // a full user's inactivity limit, within AUTH_SESSION_MAX_AGE).
+        var liveTokenExpiry: [String: Int64] = [:]
+        for token in tokens where token.status == .active { liveTokenExpiry[token.familyID] = max(liveTokenExpiry[token.familyID] ?? 0, token.expiresAt) }
         for session in sessions where session.status == .active {
-            updates.append((Keys.session(userID, session.sessionID), max(session.lastActiveAt, now) + refreshTokenTTL))
+            let fallback = min(max(session.lastActiveAt, now) + refreshTokenTTL, sessionEnd(createdAt: session.createdAt) ?? .max)
+            updates.append((Keys.session(userID, session.sessionID), liveTokenExpiry[session.sessionID] ?? fallback))
         }
         for token in tokens where token.status == .active {
             updates.append((token.key, token.expiresAt + RefreshTokenRecord.expiredVisibility))

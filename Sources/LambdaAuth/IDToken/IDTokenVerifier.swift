@@ -30,6 +30,12 @@ public struct VerifiedIdentity: Sendable {
 
     /// Reads the identity fields of a verified payload. `sub` is the one field an identity cannot do without.
     public init(provider: ProviderName, claims: [String: JSONValue]) throws(AuthError) {
+        try self.init(provider: provider, claims: claims, emailVerified: .claim)
+    }
+
+    /// As above, with a configured provider's policy on `email_verified`: `always` trusts any
+    /// address the token carries, `never` none.
+    init(provider: ProviderName, claims: [String: JSONValue], emailVerified policy: OIDCProviderSettings.EmailVerifiedPolicy) throws(AuthError) {
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
             throw AuthError(.malformedToken, "the ID token has no sub")
         }
@@ -40,8 +46,13 @@ public struct VerifiedIdentity: Sendable {
               (email?.utf8.count ?? 0) <= VerifiedIdentity.maximumKeyPartBytes else {
             throw AuthError(.malformedToken, "the ID token's sub or email is longer than \(VerifiedIdentity.maximumKeyPartBytes) bytes")
         }
-        self.init(provider: provider, subject: subject, email: email,
-                  emailVerified: IDTokenClaims.flag(claims["email_verified"]),
+        let verified: Bool
+        switch policy {
+        case .claim: verified = IDTokenClaims.flag(claims["email_verified"])
+        case .always: verified = !(email ?? "").isEmpty
+        case .never: verified = false
+        }
+        self.init(provider: provider, subject: subject, email: email, emailVerified: verified,
                   isPrivateEmail: IDTokenClaims.flag(claims["is_private_email"]),
                   name: claims["name"]?.stringValue, picture: claims["picture"]?.stringValue, claims: claims)
     }
@@ -60,25 +71,32 @@ public struct VerifiedIdentity: Sendable {
     }
 }
 
-/// Verifies Google and Apple ID tokens (contract sections 2 and 5). One instance per process:
-/// it holds each provider's parsed keys, so a warm verification costs one RSA verify plus
-/// parsing, with no I/O.
+/// Verifies Google and Apple ID tokens, and those of the OpenID Connect providers configured in
+/// AUTH_OIDC_PROVIDERS (contract sections 2, 5 and 14). One instance per process: it holds each
+/// provider's parsed keys, so a warm verification costs one signature check plus parsing, with
+/// no I/O.
 ///
 /// Check order, cheapest and least trusting first; nothing the token claims is looked at before
 /// its signature has verified:
 /// 1. size (over 16 KiB: INVALID_REQUEST, unparsed);
 /// 2. the provider has audiences configured (PROVIDER_NOT_CONFIGURED);
 /// 3. structure: three canonical base64url parts, JSON objects, no duplicate names (MALFORMED_TOKEN);
-/// 4. header: no `crit`, `alg` RS256 (UNSUPPORTED_ALGORITHM); a `kid` (UNKNOWN_KEY_ID).
+/// 4. header: no `crit`, `alg` among the provider's (RS256 for Google and Apple)
+///    (UNSUPPORTED_ALGORITHM); a `kid` (UNKNOWN_KEY_ID).
 ///    `jku`, `x5u`, `jwk`, `x5c` are never read: keys come from the configured JWKS only;
 /// 5. the key for `kid` from the cache, fetching as its policy allows (UNKNOWN_KEY_ID, JWKS_UNAVAILABLE);
-/// 6. the signature (INVALID_SIGNATURE);
-/// 7. claims: `iss` (INVALID_ISSUER), `aud` (INVALID_AUDIENCE), `exp` (TOKEN_EXPIRED),
-///    `iat`/`nbf` (TOKEN_NOT_YET_VALID), `nonce` (NONCE_REQUIRED, NONCE_MISMATCH), `sub` (MALFORMED_TOKEN).
+/// 6. the signature, with an algorithm the key allows (INVALID_SIGNATURE);
+/// 7. claims: `iss` (INVALID_ISSUER; a `{tenantid}` issuer with the token's `tid`, among the
+///    allowed tenants), `aud` (INVALID_AUDIENCE), `exp` (TOKEN_EXPIRED), `iat`/`nbf`
+///    (TOKEN_NOT_YET_VALID), `nonce` (NONCE_REQUIRED, NONCE_MISMATCH), `sub` (MALFORMED_TOKEN).
 public final class IDTokenVerifier: Sendable {
     struct ProviderState: Sendable {
-        let issuers: [String]
+        let issuers: IssuerRule
         let audiences: [String]
+        let algorithms: [JWSAlgorithm]
+        /// nil: AUTH_REQUIRE_NONCE.
+        let requireNonce: Bool?
+        let emailVerified: OIDCProviderSettings.EmailVerifiedPolicy
         let keys: Result<ProviderKeyCache, AuthError>
     }
 
@@ -88,6 +106,10 @@ public final class IDTokenVerifier: Sendable {
     let clockSkew: Int64
     let requireNonce: Bool
     let clock: any WallClock
+
+    /// The providers configured in AUTH_OIDC_PROVIDERS, in their order: the names a request may
+    /// give besides the built-in ones (`ProviderName.parse(_:configured:)`).
+    public let configuredProviders: [ProviderName]
 
     public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any WallClock, logger: Logger) {
         var providers: [(name: ProviderName, state: ProviderState)] = []
@@ -102,43 +124,94 @@ public final class IDTokenVerifier: Sendable {
             } catch {
                 keys = .failure(error)
             }
-            providers.append((name, ProviderState(issuers: name.issuers, audiences: settings.audiences, keys: keys)))
+            providers.append((name, ProviderState(issuers: .exact(name.issuers), audiences: settings.audiences, algorithms: [.rs256],
+                                                  requireNonce: nil, emailVerified: .claim, keys: keys)))
+        }
+        for settings in configuration.oidcProviders {
+            let keySet = KeySetName(settings.name.rawValue)
+            let source: any JWKSSource
+            if let jwksURI = settings.jwksURI {
+                source = HTTPJWKSSource(url: jwksURI, client: httpClient)
+            } else {
+                source = DiscoveryJWKSSource(issuer: settings.issuer, discoveryURL: settings.discoveryURL, provider: keySet,
+                                             client: httpClient, cacheDirectory: configuration.cacheDirectory, clock: clock)
+            }
+            let keys = ProviderKeyCache(provider: keySet, algorithms: settings.algorithms, source: source,
+                                        cacheDirectory: configuration.cacheDirectory, clock: clock, logger: logger)
+            let issuers: IssuerRule = settings.isMultiTenant ? .perTenant(pattern: settings.issuer, tenants: settings.tenants)
+                                                             : .exact([settings.issuer])
+            providers.append((settings.name, ProviderState(issuers: issuers, audiences: settings.audiences, algorithms: settings.algorithms,
+                                                           requireNonce: settings.requireNonce, emailVerified: settings.emailVerified,
+                                                           keys: .success(keys))))
         }
         self.providers = providers
+        configuredProviders = configuration.oidcProviders.map(\.name)
         clockSkew = configuration.clockSkew
         requireNonce = configuration.requireNonce
         self.clock = clock
     }
 
+    /// Every check, then the identity the token proves: for Google, Apple or a configured provider.
     public func verify(_ token: String, provider: ProviderName, nonce: String?) throws(AuthError) -> VerifiedIdentity {
-        let claims = try verifiedClaims(token, provider: provider)
-        try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: requireNonce)
-        return try VerifiedIdentity(provider: provider, claims: claims)
+        let (claims, state) = try verifiedClaimsAndState(token, provider: provider)
+        try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: state.requireNonce ?? requireNonce)
+        return try VerifiedIdentity(provider: provider, claims: claims, emailVerified: state.emailVerified)
     }
 
     /// Every check of `verify` but the nonce and `sub`: what a token of the provider that is not
     /// a sign-in needs (Apple's server-to-server notifications carry neither).
     public func verifiedClaims(_ token: String, provider: ProviderName) throws(AuthError) -> [String: JSONValue] {
+        try verifiedClaimsAndState(token, provider: provider).claims
+    }
+
+    func verifiedClaimsAndState(_ token: String, provider: ProviderName) throws(AuthError) -> (claims: [String: JSONValue], state: ProviderState) {
         guard token.utf8.count <= CompactJWS.maximumBytes else {
             throw AuthError(.invalidRequest, "the ID token is longer than 16 KiB")
         }
-        guard ProviderName.idTokenProviders.contains(provider) else {
-            throw AuthError(.unsupportedProvider, "\(provider.rawValue) identities are proven with a code, not an ID token")
+        guard let state = providers.first(where: { $0.name == provider })?.state else {
+            if provider == .email {
+                throw AuthError(.unsupportedProvider, "\(provider.rawValue) identities are proven with a code, not an ID token")
+            }
+            throw AuthError(.unsupportedProvider, "\(provider.rawValue) is not a configured provider")
         }
-        guard let state = providers.first(where: { $0.name == provider })?.state, !state.audiences.isEmpty else {
+        guard !state.audiences.isEmpty else {
             throw AuthError(.providerNotConfigured,
                             "\(provider.rawValue) sign-in is not configured (AUTH_\(provider.rawValue.uppercased())_AUDIENCES is empty)")
         }
         let parsed = try JSONWebToken(parsing: token)
-        _ = try parsed.jws.checkAlgorithm(allowed: [.rs256])
+        _ = try parsed.jws.checkAlgorithm(allowed: state.algorithms)
         guard let keyID = parsed.jws.keyID, !keyID.isEmpty else {
             throw AuthError(.unknownKeyID, "the token has no kid")
         }
         try parsed.jws.verifySignature(with: state.keys.get().key(id: keyID))
         let claims = parsed.claims
-        try IDTokenClaims.checkIssuer(claims, issuers: state.issuers)
+        try state.issuers.check(claims)
         try IDTokenClaims.checkAudience(claims, audiences: state.audiences)
         try IDTokenClaims.checkTimes(claims, now: clock.now(), skew: clockSkew)
-        return claims
+        return (claims, state)
+    }
+}
+
+/// Which `iss` values a provider's tokens may carry.
+enum IssuerRule: Sendable {
+    /// One of these, exactly (Google's two spellings, Apple's, a configured provider's issuer).
+    case exact([String])
+    /// Microsoft Entra ID's multi-tenant issuer: `pattern` with `{tenantid}` replaced by the
+    /// token's own `tid`, which must be among `tenants` when they are given.
+    case perTenant(pattern: String, tenants: [String]?)
+
+    func check(_ claims: [String: JSONValue]) throws(AuthError) {
+        switch self {
+        case .exact(let issuers):
+            try IDTokenClaims.checkIssuer(claims, issuers: issuers)
+        case .perTenant(let pattern, let tenants):
+            guard let tenant = claims["tid"]?.stringValue, !tenant.isEmpty else {
+                throw AuthError(.invalidIssuer, "the token has no tid to match the issuer \(pattern)")
+            }
+            try IDTokenClaims.checkIssuer(claims, issuers: [pattern.replacing(OIDCProviderSettings.tenantPlaceholder, with: tenant)])
+            if let tenants, !tenants.contains(tenant) {
+                throw AuthError(.invalidIssuer, "the token's tenant is not among the accepted tenants")
+            }
+        }
     }
 }

@@ -49,11 +49,16 @@ struct SignOutFlow: Sendable {
             }
             guard !targets.isEmpty else { return 0 }
             let now = clock.nowSeconds
+            // The profile still lists sessions that ended on their own (inactive past their last
+            // token's expiry, or AUTH_SESSION_MAX_AGE old: their item's `ttl` passed): they leave
+            // it too, but only sessions that were still live count as signed out.
+            let live = try store.liveSessionIDs(of: userID)
             guard try store.revokeSessions(userID: userID, targets, gate: AccountStore.activeSessionsGate(user, removing: targets),
                                            now: now) else { return nil }
+            let revoked = targets.filter(live.contains).count
             logger.info("signed out", metadata: ["userId": .string(userID), "sessionId": .string(sessionID), "scope": .string(scope.rawValue),
-                                       "revokedSessions": .number(Int64(targets.count))])
-            return targets.count
+                                       "revokedSessions": .number(Int64(revoked))])
+            return revoked
         }
     }
 }

@@ -1,5 +1,6 @@
 /// The claims of one of our access tokens after verification (README, "Keys for the app's own
-/// APIs"): who (`sub`), which session (`sid`), and whether the user is a guest.
+/// APIs"): who (`sub`), which session (`sid`), whether the user is a guest, and the operators'
+/// app metadata.
 public struct AccessTokenClaims: Sendable, Equatable {
     /// `sub`: the user's id.
     public let userID: String
@@ -20,6 +21,13 @@ public struct AccessTokenClaims: Sendable, Equatable {
 
     /// `sub` under its JWT name.
     public var subject: String { userID }
+
+    /// `app_metadata`: what the operators gave this user (a role, a plan; contract section 17), as
+    /// of the token's issue; empty when the user has none.
+    public var appMetadata: [String: JSONValue] { claims["app_metadata"]?.objectValue ?? [:] }
+
+    /// One member of `appMetadata` as a string (`claims.appMetadataString("role") == "admin"`).
+    public func appMetadataString(_ name: String) -> String? { appMetadata[name]?.stringValue }
 
     package init(userID: String, sessionID: String, issuedAt: Int64, expiresAt: Int64, tokenID: String, issuer: String,
                  audiences: [String], isAnonymous: Bool, claims: [String: JSONValue]) {

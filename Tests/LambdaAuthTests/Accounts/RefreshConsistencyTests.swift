@@ -52,7 +52,7 @@ import Testing
         let world = FlowWorld()
         let token = try #require(world.signIn(token: world.googleToken(subject: "forger"))["tokens"]?["refreshToken"]?.stringValue)
         var bytes = try #require(Base64.urlDecoded(token))
-        bytes[bytes.count - 1] ^= 0x01
+        bytes[bytes.count - 17] ^= 0x01  // the secret's last byte, before the 16-byte tag
         let before = world.storeSnapshot()
         let output = world.run("refresh", ["refreshToken": .string(Base64.urlEncoded(bytes))])
         #expect(output.errorCode == "REFRESH_TOKEN_NOT_FOUND", "\(output.stdoutText)")
@@ -71,7 +71,9 @@ import Testing
         let legacyToken = Base64.urlEncoded((0..<32).map { UInt8($0 &* 7 &+ 3) })
         let tokenID = "legacytoken0000000000000001"
         let table = try world.table()
-        // The item exactly as the previous release wrote it.
+        // The session as the release before refresh families wrote it, then the item exactly as
+        // the release before keyed tokens wrote it.
+        _ = try EarlierReleaseFamily(rewriting: table, userID: userID, sessionID: sessionID)
         try table.putItem([
             "PK": .s("USER#\(userID)"), "SK": .s("REFRESH#\(tokenID)"),
             "GSI1PK": .s("REFRESH#" + Array(SHA256.hash(data: Array(legacyToken.utf8))).hexString), "GSI1SK": .s("REFRESH"),
@@ -89,7 +91,7 @@ import Testing
         #expect(body["session"]?["id"]?.stringValue == sessionID)
         let keyed = try #require(body["tokens"]?["refreshToken"]?.stringValue)
         let keyedBytes = try #require(Base64.urlDecoded(keyed))
-        #expect(keyedBytes.count > 32 && keyedBytes.first == 1, "the new token carries its item's key")
+        #expect(keyedBytes.count > 32 && keyedBytes.first == 2, "the new token carries its item's key, family and generation")
         let legacyItem = try table.getItem(TableKey(pk: "USER#\(userID)", sk: "REFRESH#\(tokenID)"))
         #expect(legacyItem?["status"]?.stringValue == "USED")
         #expect(legacyItem?["replacedBy"] != nil)

@@ -8,7 +8,7 @@ import Testing
 /// creates its development keys). GSI1 is refused throughout: no flow may need it.
 @Suite(.serialized) struct RequestCountTests {
     static let budgets: KeyValuePairs<String, Int> = [
-        "signin, new user": 3, "signin, returning user": 3, "refresh": 2,
+        "signin, new user": 3, "signin, returning user": 3, "refresh": 2, "refresh, grace retry": 3,
         "link-provider (link)": 3, "link-provider (unlink)": 2,
     ]
 
@@ -23,6 +23,9 @@ import Testing
         let refreshToken = try #require(returned["tokens"]?["refreshToken"])
         let (refreshed, refresh) = try request("refresh", ["refreshToken": refreshToken])
         let accessToken = try #require(refreshed["tokens"]?["accessToken"], "\(refreshed)")
+        // The same token again within the grace period: the live token once more.
+        let (retried, graceRetry) = try request("refresh", ["refreshToken": refreshToken])
+        #expect(retried["tokens"]?["refreshToken"] == refreshed["tokens"]?["refreshToken"], "\(retried)")
         let (linked, link) = try request("link-provider", [
             "provider": "apple", "idToken": .string(world.appleToken(subject: "000123.counted.1")), "accessToken": accessToken,
         ])
@@ -30,7 +33,7 @@ import Testing
         let (unlinked, unlink) = try request("link-provider", ["provider": "apple", "action": "unlink", "accessToken": accessToken])
         #expect(unlinked["user"]?["identities"]?.arrayValue?.count == 1, "\(unlinked)")
 
-        let counted = ["signin, new user": newUser, "signin, returning user": returning, "refresh": refresh,
+        let counted = ["signin, new user": newUser, "signin, returning user": returning, "refresh": refresh, "refresh, grace retry": graceRetry,
                        "link-provider (link)": link, "link-provider (unlink)": unlink]
         for (flow, budget) in budgets {
             let operations = counted[flow]!
@@ -39,6 +42,8 @@ import Testing
         }
         // The shape, not only the number: a refresh is one keyed read and one transaction.
         #expect(refresh == ["GetItem", "TransactWriteItems"], "\(world.backend) refresh: \(refresh)")
+        // A grace retry: the used token's item, the live token's item, one transaction of checks.
+        #expect(graceRetry == ["GetItem", "GetItem", "TransactWriteItems"], "\(world.backend) grace retry: \(graceRetry)")
     }
 
     @Test func localStoreFlowsStayWithinTheirBudgets() throws {

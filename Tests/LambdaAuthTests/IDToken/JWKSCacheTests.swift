@@ -151,6 +151,23 @@ final class JWKSCacheTests {
         #expect(server.requestCount == 3)
     }
 
+    /// Contract section 13: through an outage, cached keys serve for 24 hours past their
+    /// freshness (600 s here), then JWKS_UNAVAILABLE until a fetch succeeds again.
+    @Test func cachedKeysServeThroughAnOutageForADayPastTheirFreshnessAtMost() throws {
+        let verifier = try verifier()
+        #expect(code(verifier, token()) == nil)
+        server.respond { _ in .init(status: 503) }
+        clock.advance(by: 600 + 86_400 - 1)
+        #expect(code(verifier, token()) == nil, "a second before the day is over")
+        clock.advance(by: 1)
+        #expect(code(verifier, token()) == .jwksUnavailable)
+        clock.advance(by: 31)
+        #expect(code(verifier, token()) == .jwksUnavailable, "after the cooldown too, while the server still fails")
+        serve([issuer], maxAge: "600")
+        clock.advance(by: 31)
+        #expect(code(verifier, token()) == nil)
+    }
+
     @Test(arguments: ["500", "drop", "garbage", "no keys", "oversized", "redirect"])
     func withNothingCachedAFailedFetchIsJWKSUnavailable(_ failure: String) throws {
         server.respond { _ in JWKSCacheTests.failingResponse(failure) }

@@ -11,13 +11,15 @@ struct HexDigestTests {
     }
 
     @Test func refreshTokenHashesAreAsStored() throws {
-        guard case .keyed(let keyed) = RefreshTokenCredential.parse("AQV1c2VyMQZ0b2tlbjEAAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHw") else {
+        let keyedToken = "AQV1c2VyMQZ0b2tlbjEAAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHw"
+        guard case .keyed(let userID, let tokenID, let secret) = RefreshTokenCredential.parse(keyedToken) else {
             Issue.record("a keyed token did not parse")
             return
         }
-        #expect(keyed.secretHash == "630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd")
-        #expect(keyed.tokenHash == "14d7a163949428e2e09923895483a6171804d2c2086efac749f25eabdc6577c6")
-        guard case .legacy(let legacyHash) = RefreshTokenCredential.parse("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8") else {
+        #expect(userID == "user1" && tokenID == "token1")
+        #expect(SHA256.hexDigest(of: secret) == "630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd")
+        #expect(SHA256.hexDigest(of: Array(keyedToken.utf8)) == "14d7a163949428e2e09923895483a6171804d2c2086efac749f25eabdc6577c6")
+        guard case .legacy(let legacyHash, _) = RefreshTokenCredential.parse("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8") else {
             Issue.record("a legacy token did not parse")
             return
         }

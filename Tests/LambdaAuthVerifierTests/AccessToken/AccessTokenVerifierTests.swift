@@ -148,6 +148,19 @@ final class SettableClock: WallClock {
         #expect(server.requestCount == 1)
     }
 
+    @Test func theAppMetadataClaimIsTyped() throws {
+        let server = try server()
+        defer { server.stop() }
+        let verifier = try verifier(server)
+        let issuer = AccessTokenIssuer(keys: published, issuer: Self.issuer, audience: Self.audience, lifetime: 900)
+        let token = try issuer.issue(userID: "u-1", sessionID: "s-1", now: clock.nowSeconds, random: SystemRandomSource(),
+                                     appMetadata: ["role": "admin", "seats": 5])
+        let claims = try verifier.verify(token)
+        #expect(claims.appMetadata == ["role": "admin", "seats": 5])
+        #expect(claims.appMetadataString("role") == "admin" && claims.appMetadataString("seats") == nil)
+        #expect(try verifier.verify(try self.token(signedBy: published.signing)).appMetadata.isEmpty)
+    }
+
     @Test func aVerifierThatNeverGotKeysIsUnavailable() throws {
         let server = try server()
         server.stop()

@@ -51,6 +51,17 @@ struct DiskJWKSCache: Sendable {
 
     /// The record, or nil when there is no file; throws when a file exists but cannot be trusted.
     func load(now: Double, algorithms: [JWSAlgorithm]) throws(Ignored) -> (JWKSCacheRecord, JSONWebKeySet)? {
+        guard let record = try loadRecord(now: now) else { return nil }
+        do {
+            return (record, try JSONWebKeySet(record.document, algorithms: algorithms))
+        } catch {
+            throw .untrusted(error.description)
+        }
+    }
+
+    /// The record with its document unread (a JWKS, or a discovery document), or nil when there
+    /// is no file; throws when a file exists but cannot be trusted.
+    func loadRecord(now: Double) throws(Ignored) -> JWKSCacheRecord? {
         guard let bytes = try readPrivateFile() else { return nil }
         let value: JSONValue
         do {
@@ -72,11 +83,7 @@ struct DiskJWKSCache: Sendable {
         guard record.fetchedAt <= latest, record.lastAttempt <= latest, record.fetchedAt >= 0 else {
             throw .untrusted("timestamps in the future")
         }
-        do {
-            return (record, try JSONWebKeySet(document, algorithms: algorithms))
-        } catch {
-            throw .untrusted(error.description)
-        }
+        return record
     }
 
     func store(_ record: JWKSCacheRecord) throws(FileSystem.Failure) {

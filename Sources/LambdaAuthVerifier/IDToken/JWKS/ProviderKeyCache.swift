@@ -10,9 +10,10 @@ import Synchronization
 /// - a `kid` not among fresh keys triggers one refetch, unless any fetch was attempted in the
 ///   last 30 s — by this process or, through the disk record, by another one — so a storm of
 ///   forged `kid`s costs at most one fetch per 30 s;
-/// - a failed fetch keeps whatever keys we have and serves them past their age (the failed
-///   attempt also starts the 30 s cooldown, so an outage does not cost every request a 3 s
-///   timeout); with no keys at all, JWKS_UNAVAILABLE;
+/// - a failed fetch keeps whatever keys we have and serves them past their age, for 24 h at most
+///   (a provider that revoked a key during a long outage must not see it accepted for months);
+///   the failed attempt also starts the 30 s cooldown, so an outage does not cost every request a
+///   3 s timeout; with no keys, or only keys past that, JWKS_UNAVAILABLE;
 /// - a response that is not a usable JWKS is a failed fetch, so it never replaces working keys.
 ///
 /// The lock is held across a fetch: concurrent verifications of a cold or stale provider wait for
@@ -21,6 +22,8 @@ package final class ProviderKeyCache: Sendable {
     static let defaultLifetime: Int64 = 3600
     static let lifetimeRange: ClosedRange<Int64> = 60...86_400
     static let refetchCooldown = 30.0
+    /// How long past their freshness cached keys still serve while fetches fail.
+    static let outageAllowance: Int64 = 86_400
 
     let provider: KeySetName
     let algorithms: [JWSAlgorithm]
@@ -70,8 +73,9 @@ package final class ProviderKeyCache: Sendable {
             if state.keys == nil || cooldownOver(state, now) {
                 fetchFailed = try !fetch(&state, now: now)
             }
-            if let key = state.keys?.key(id: keyID) { return key }
-            if state.keys == nil || fetchFailed {
+            let servable = servesThroughOutage(state, now)
+            if servable, let key = state.keys?.key(id: keyID) { return key }
+            if state.keys == nil || fetchFailed || !servable {
                 throw AuthError(.jwksUnavailable, "the \(provider.rawValue) signing keys cannot be fetched right now")
             }
             throw AuthError(.unknownKeyID, "the token's kid is not among the \(provider.rawValue) signing keys")
@@ -81,6 +85,11 @@ package final class ProviderKeyCache: Sendable {
     private func isFresh(_ state: State, _ now: Double) -> Bool {
         guard let record = state.record else { return false }
         return now - record.fetchedAt < Double(record.lifetime)
+    }
+
+    private func servesThroughOutage(_ state: State, _ now: Double) -> Bool {
+        guard let record = state.record else { return false }
+        return now - record.fetchedAt < Double(record.lifetime + ProviderKeyCache.outageAllowance)
     }
 
     private func cooldownOver(_ state: State, _ now: Double) -> Bool {

@@ -22,9 +22,9 @@ public struct JSONWebKeySet: Sendable {
         try self.init(document, algorithms: [algorithm])
     }
 
-    /// `algorithms`: each key is read for the first of them its `kty` (and `alg`, when present)
-    /// allows, so one set can hold RSA and EC keys (our access tokens after a rotation between
-    /// the two); a key still verifies only tokens of its own algorithm.
+    /// `algorithms`: each key is read for those of them its `kty`, `crv` and `alg` (when present)
+    /// allow, so one set can hold RSA and EC keys (our access tokens after a rotation between
+    /// the two, a provider's mixed set); a key still verifies only tokens of its algorithms.
     public init(parsing document: [UInt8], algorithms: [JWSAlgorithm]) throws(Unusable) {
         let value: JSONValue
         do {
@@ -42,7 +42,7 @@ public struct JSONWebKeySet: Sendable {
         var keys: [String: JSONWebKey] = [:]
         var ignored = 0
         for entry in list {
-            let usable = algorithms.lazy.compactMap { try? JSONWebKey(entry, for: $0) }.first
+            let usable = try? JSONWebKey(entry, forAnyOf: algorithms)
             guard let key = usable, let keyID = key.keyID, keys[keyID] == nil else {
                 ignored += 1
                 continue

@@ -16,6 +16,13 @@ extension JSONWebKey.Material {
             let raw = Array(key.rawRepresentation)  // x || y, 32 bytes each
             return ["kty": "EC", "crv": "P-256",
                     "x": .string(Base64.urlEncoded(raw[0..<32])), "y": .string(Base64.urlEncoded(raw[32..<64]))]
+        case .p384(let key):
+            let raw = Array(key.rawRepresentation)  // x || y, 48 bytes each
+            return ["kty": "EC", "crv": "P-384",
+                    "x": .string(Base64.urlEncoded(raw[0..<48])), "y": .string(Base64.urlEncoded(raw[48..<96]))]
+        case .ed25519(let key):
+            // RFC 8037 §2: an OKP key's required members are crv, kty and x.
+            return ["kty": "OKP", "crv": "Ed25519", "x": .string(Base64.urlEncoded(Array(key.rawRepresentation)))]
         }
     }
 

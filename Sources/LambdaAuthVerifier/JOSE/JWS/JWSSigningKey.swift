@@ -1,12 +1,15 @@
 import Crypto
 import CryptoExtras
 
-/// A private key that signs JWS, whose type decides its algorithm: RSA signs RS256, P-256 ES256
-/// (contract section 13). Read from PEM in PKCS#8 or the traditional forms (`RSA PRIVATE KEY`,
-/// `EC PRIVATE KEY`).
+/// A private key that signs JWS, whose type decides its default algorithm: RSA signs RS256, P-256
+/// ES256 (contract section 13). Read from PEM in PKCS#8 or the traditional forms (`RSA PRIVATE
+/// KEY`, `EC PRIVATE KEY`), RSA and P-256 only. P-384 and Ed25519 keys, and RSA keys signing
+/// RS384/512 or PS*, exist for the dev identity provider's tokens of configured providers.
 public enum JWSSigningKey: Sendable {
     case rsa(_RSA.Signing.PrivateKey)
     case p256(P256.Signing.PrivateKey)
+    case p384(P384.Signing.PrivateKey)
+    case ed25519(Curve25519.Signing.PrivateKey)
 
     /// RSA moduli we sign with: CryptoExtras refuses anything under 2048 bits; past 4096 every
     /// signature costs several milliseconds for no security a verifier asks for.
@@ -17,17 +20,14 @@ public enum JWSSigningKey: Sendable {
         public let description: String
     }
 
-    public var algorithm: JWSAlgorithm {
-        switch self {
-        case .rsa: return .rs256
-        case .p256: return .es256
-        }
-    }
+    public var algorithm: JWSAlgorithm { publicMaterial.defaultAlgorithm }
 
     public var publicMaterial: JSONWebKey.Material {
         switch self {
         case .rsa(let key): return .rsa(key.publicKey)
         case .p256(let key): return .p256(key.publicKey)
+        case .p384(let key): return .p384(key.publicKey)
+        case .ed25519(let key): return .ed25519(key.publicKey)
         }
     }
 
@@ -35,15 +35,27 @@ public enum JWSSigningKey: Sendable {
         switch self {
         case .rsa(let key): return key.pemRepresentation
         case .p256(let key): return key.pemRepresentation
+        case .p384(let key): return key.pemRepresentation
+        case .ed25519(let key):
+            // PKCS#8 (RFC 8410): the fixed 16-byte prefix of an Ed25519 OneAsymmetricKey, then the seed.
+            let prefix: [UInt8] = [0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
+            return "-----BEGIN PRIVATE KEY-----\n" + Base64.encoded(prefix + Array(key.rawRepresentation)) + "\n-----END PRIVATE KEY-----\n"
         }
     }
 
     /// A new random key for `algorithm` (RSA: 2048 bits).
     public static func generate(_ algorithm: JWSAlgorithm) throws -> JWSSigningKey {
         switch algorithm {
-        case .rs256: return .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048))
+        case .rs256, .rs384, .rs512, .ps256, .ps384, .ps512: return .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048))
         case .es256: return .p256(P256.Signing.PrivateKey())
+        case .es384: return .p384(P384.Signing.PrivateKey())
+        case .edDSA: return .ed25519(Curve25519.Signing.PrivateKey())
         }
+    }
+
+    /// Whether this key can sign `algorithm` (an RSA key signs every RS* and PS*).
+    public func canSign(_ algorithm: JWSAlgorithm) -> Bool {
+        publicMaterial.defaultAlgorithm.keyType == algorithm.keyType && publicMaterial.defaultAlgorithm.curve == algorithm.curve
     }
 
     /// One PEM block. The label says RSA or EC where it can; a PKCS#8 `PRIVATE KEY` may be either.
@@ -79,12 +91,21 @@ public enum JWSSigningKey: Sendable {
         return .rsa(key)
     }
 
-    /// The JWS signature over `signingInput`'s SHA-256 digest, in the form RFC 7518 gives for the
-    /// algorithm (RSASSA-PKCS1-v1_5 bytes; ECDSA r || s, not DER).
-    func signature(for digest: SHA256Digest) throws -> [UInt8] {
+    /// The JWS signature over `signingInput`, in the form RFC 7518 gives for `algorithm`
+    /// (RSASSA-PKCS1-v1_5 or PSS bytes; ECDSA r || s, not DER; Ed25519's 64 bytes). The caller
+    /// has checked `canSign(algorithm)`.
+    func signature(over signingInput: [UInt8], algorithm: JWSAlgorithm) throws -> [UInt8] {
         switch self {
-        case .rsa(let key): return Array(try key.signature(for: digest, padding: .insecurePKCS1v1_5).rawRepresentation)
-        case .p256(let key): return Array(try key.signature(for: digest).rawRepresentation)
+        case .rsa(let key):
+            let padding: _RSA.Signing.Padding = algorithm.isPSS ? .PSS : .insecurePKCS1v1_5
+            switch algorithm.hashBits {
+            case 384: return Array(try key.signature(for: SHA384.hash(data: signingInput), padding: padding).rawRepresentation)
+            case 512: return Array(try key.signature(for: SHA512.hash(data: signingInput), padding: padding).rawRepresentation)
+            default: return Array(try key.signature(for: SHA256.hash(data: signingInput), padding: padding).rawRepresentation)
+            }
+        case .p256(let key): return Array(try key.signature(for: SHA256.hash(data: signingInput)).rawRepresentation)
+        case .p384(let key): return Array(try key.signature(for: SHA384.hash(data: signingInput)).rawRepresentation)
+        case .ed25519(let key): return Array(try key.signature(for: signingInput))
         }
     }
 }

@@ -14,11 +14,11 @@ extension CompactJWS {
         return algorithm
     }
 
-    /// The header's algorithm must be the key's (so a key never checks a signature of another
-    /// kind), then the signature must verify. Claims are not looked at.
+    /// The header's algorithm must be one of the key's (so a key never checks a signature of
+    /// another kind), then the signature must verify. Claims are not looked at.
     public func verifySignature(with key: JSONWebKey) throws(AuthError) {
-        _ = try checkAlgorithm(allowed: [key.algorithm])
-        guard key.isValidSignature(signature, for: signingInput) else {
+        let algorithm = try checkAlgorithm(allowed: key.algorithms)
+        guard key.isValidSignature(signature, for: signingInput, algorithm: algorithm) else {
             throw AuthError(.invalidSignature, "the token's signature does not verify")
         }
     }
