@@ -11,7 +11,11 @@ RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize -Xcc -Os -Xcxx
 	-Xlinker --no-eh-frame-hdr -Xlinker $(CURDIR)/Infra/no-unwind-tables.ld -Xlinker --icf=safe -Xlinker -O2 \
 	-Xswiftc -L$(CURDIR)/Infra/static-cxx -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
 	-Xlinker --wrap=_dl_find_object --disable-local-rpath
-HANDLERS := signin refresh link-provider signout sessions delete-account well-known apple-notifications otp-start
+# Every handler executable, from the catalogue (Sources/LambdaAuth/Lambda/HandlerCatalogue.swift).
+HANDLERS := $(shell Infra/handler-names.sh)
+ifeq ($(HANDLERS),)
+$(error Infra/handler-names.sh found no handler in the catalogue)
+endif
 BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin

@@ -160,8 +160,8 @@ fi
 
 dist=${1:-dist}
 status=0
-# make package passes its HANDLERS; run by hand, every handler the project ships.
-for handler in ${HANDLERS:-signin refresh link-provider signout sessions delete-account well-known apple-notifications}; do
+# make package passes its HANDLERS; run by hand, every handler of the catalogue.
+for handler in ${HANDLERS:-$("$(dirname "$0")/handler-names.sh")}; do
     zip_file="$dist/$handler.zip"
     if [ ! -f "$zip_file" ]; then
         echo "FAIL $zip_file: missing (run make package)"

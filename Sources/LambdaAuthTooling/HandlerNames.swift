@@ -1,6 +1,7 @@
-/// Every handler executable, in the order the README lists them: what authctl can invoke and
-/// replay, what the tests run for every handler, what `make package` zips.
+import LambdaAuth
+
+/// Every handler executable, in the catalogue's order: what authctl can invoke and replay, what
+/// the tests run for every handler, what the bench measures.
 public enum HandlerNames {
-    public static let all = ["signin", "refresh", "link-provider", "signout", "sessions", "delete-account", "well-known",
-                             "apple-notifications", "otp-start"]
+    public static let all = HandlerCatalogue.all.map(\.name)
 }

@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "apple-notifications", factory: Startup.handler { AppleNotificationsHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.appleNotifications)

@@ -15,7 +15,10 @@ enum EveryHandlerBench {
             return
         }
         for (handler, executable) in executables {
-            guard let event = whole.events[handler], let warmEvent = warm.events[handler] else { continue }
+            guard let event = whole.events[handler], let warmEvent = warm.events[handler] else {
+                table.add("floor", "\(handler) whole process", "no request for it in HandlerRequests")
+                continue
+            }
             switch wholeProcess(executable.path, environment: world.environment, event: event) {
             case .success(let samples):
                 let median = percentile(samples, 0.5)

@@ -10,8 +10,8 @@ struct AuthCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "authctl",
         abstract: "The developer's tool: a dev identity provider, keys, store inspection, replay.",
-        subcommands: [DevIDPCommands.self, StoreCommands.self, InvokeCommand.self, DemoCommand.self, ReplayCommand.self,
-                      AccessTokenJWKSCommand.self, KeyCommands.self, CredentialCommands.self, UserCommands.self]
+        subcommands: [DevIDPCommands.self, StoreCommands.self, HandlersCommand.self, InvokeCommand.self, DemoCommand.self,
+                      ReplayCommand.self, AccessTokenJWKSCommand.self, KeyCommands.self, CredentialCommands.self, UserCommands.self]
     )
 
     /// Usage errors read like every other authctl error: "authctl: what is wrong".

@@ -11,14 +11,20 @@ import Glibc
 struct InvokeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "invoke",
-        abstract: "Run a handler (signin, refresh, link-provider, signout, sessions, delete-account, otp-start) on an event file.",
+        abstract: "Run a handler (\(HandlerNames.all.joined(separator: ", "))) on an event file.",
         discussion: "{{idToken …}} placeholders are minted by the dev identity provider, {{$refreshToken}} / "
             + "{{$accessToken}} come from the previous response and {{emailCode ADDRESS}} from the outbox."
     )
 
-    @Argument(help: "The handler: signin, refresh, link-provider, signout, sessions, delete-account or otp-start.") var handler: String
+    @Argument(help: "The handler, one of `authctl handlers`.") var handler: String
     @Argument(help: "The event, a JSON file.") var eventFile: String
     @Option(help: "The dev identity provider's directory, which also keeps the last tokens.") var devDir = ".auth-dev"
+
+    func validate() throws {
+        guard HandlerNames.all.contains(handler) else {
+            throw ValidationError("there is no handler \(handler); the handlers are \(HandlerNames.all.joined(separator: ", "))")
+        }
+    }
 
     func run() throws {
         let context = AuthCtlContext.current

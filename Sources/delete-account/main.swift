@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "delete-account", factory: Startup.handler { DeleteAccountHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.deleteAccount)

@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "link-provider", factory: Startup.handler { LinkProviderHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.linkProvider)

@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "otp-start", factory: Startup.handler { OneTimeCodeStartHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.otpStart)

@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "refresh", factory: Startup.handler { RefreshHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.refresh)

@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "sessions", factory: Startup.handler { SessionsHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.sessions)

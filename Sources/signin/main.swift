@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "signin", factory: Startup.handler { SignInHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.signin)

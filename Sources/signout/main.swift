@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "signout", factory: Startup.handler { SignOutHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.signout)

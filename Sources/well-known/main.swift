@@ -1,3 +1,3 @@
 import LambdaAuth
 
-HandlerMain.run(name: "well-known", factory: Startup.handler { WellKnownHandler(services: $0) })
+HandlerMain.run(HandlerCatalogue.wellKnown)

@@ -37,10 +37,10 @@ public struct EmailCodeWorld: Sendable {
 
     static let context = InvocationContext(requestID: "email-code-test", logger: Logger.jsonLines(level: .error))
 
-    static func call(_ handler: any RequestHandler, _ body: [String: JSONValue], sourceIP: String?) -> Result<InvocationResponse, AuthError> {
+    func call(_ entry: HandlerEntry, _ body: [String: JSONValue], sourceIP: String?) -> Result<InvocationResponse, AuthError> {
         let request = InvocationRequest(kind: sourceIP == nil ? .direct : .httpAPIv2, body: body, sourceIP: sourceIP)
         do {
-            return .success(try handler.handle(request, context: context))
+            return .success(try flows.handler(entry).handle(request, context: Self.context))
         } catch {
             return .failure(AuthError.from(error))
         }
@@ -48,18 +48,17 @@ public struct EmailCodeWorld: Sendable {
 
     /// `otp-start` in this process (an HTTP API event from `sourceIP`, or a direct invocation).
     public func start(_ email: String, sourceIP: String? = nil) -> Result<InvocationResponse, AuthError> {
-        Self.call(OneTimeCodeStartHandler(services: flows.services), ["email": .string(email)], sourceIP: sourceIP)
+        call(HandlerCatalogue.otpStart, ["email": .string(email)], sourceIP: sourceIP)
     }
 
     public func signIn(_ email: String, code: String) -> Result<JSONValue, AuthError> {
-        Self.call(SignInHandler(services: flows.services), ["provider": "email", "email": .string(email), "code": .string(code)],
-                  sourceIP: nil).map(\.body)
+        call(HandlerCatalogue.signin, ["provider": "email", "email": .string(email), "code": .string(code)], sourceIP: nil).map(\.body)
     }
 
     public func link(_ email: String, code: String, accessToken: String) -> Result<JSONValue, AuthError> {
-        Self.call(LinkProviderHandler(services: flows.services),
-                  ["provider": "email", "email": .string(email), "code": .string(code), "accessToken": .string(accessToken)],
-                  sourceIP: nil).map(\.body)
+        call(HandlerCatalogue.linkProvider,
+             ["provider": "email", "email": .string(email), "code": .string(code), "accessToken": .string(accessToken)],
+             sourceIP: nil).map(\.body)
     }
 
     /// The code of the newest message to `email`.

@@ -18,6 +18,11 @@ public struct InProcessFlows: Sendable {
 
     static let context = InvocationContext(requestID: "in-process", logger: Logger.jsonLines(level: .error))
 
+    /// The handler as its executable composes it, on this world's services.
+    public func handler(_ entry: HandlerEntry) throws(AuthError) -> any RequestHandler {
+        try entry.compose(services)
+    }
+
     /// Runs a handler on a direct event in this process; a contract error is thrown as AuthError.
     func invoke(_ handler: any RequestHandler, _ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {
         do {
@@ -28,26 +33,26 @@ public struct InProcessFlows: Sendable {
     }
 
     public func signIn(_ provider: ProviderName = .google, idToken: String) throws(AuthError) -> JSONValue {
-        try invoke(SignInHandler(services: services), ["provider": .string(provider.rawValue), "idToken": .string(idToken)])
+        try invoke(try handler(HandlerCatalogue.signin), ["provider": .string(provider.rawValue), "idToken": .string(idToken)])
     }
 
     public func refresh(_ refreshToken: String) throws(AuthError) -> JSONValue {
-        try invoke(RefreshHandler(services: services), ["refreshToken": .string(refreshToken)])
+        try invoke(try handler(HandlerCatalogue.refresh), ["refreshToken": .string(refreshToken)])
     }
 
     public func signOut(_ fields: [String: JSONValue]) throws(AuthError) -> JSONValue {
-        try invoke(SignOutHandler(services: services), fields)
+        try invoke(try handler(HandlerCatalogue.signout), fields)
     }
 
     public func sessions(_ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {
-        try invoke(SessionsHandler(services: services), fields, method: method)
+        try invoke(try handler(HandlerCatalogue.sessions), fields, method: method)
     }
 
     public func deleteAccount(_ fields: [String: JSONValue]) throws(AuthError) -> JSONValue {
-        try invoke(DeleteAccountHandler(services: services), fields)
+        try invoke(try handler(HandlerCatalogue.deleteAccount), fields)
     }
 
     public func linkProvider(_ fields: [String: JSONValue], method: String = "POST") throws(AuthError) -> JSONValue {
-        try invoke(LinkProviderHandler(services: services), fields, method: method)
+        try invoke(try handler(HandlerCatalogue.linkProvider), fields, method: method)
     }
 }

@@ -18,7 +18,7 @@ import Testing
         for request in [["--help"], ["help"], ["-h"]] {
             let output = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: request)
             #expect(output.exitCode == 0 && output.stderr.isEmpty, "\(request)")
-            for command in ["dev-idp", "store", "invoke", "demo", "replay", "jwks", "keys", "credentials"] {
+            for command in ["dev-idp", "store", "handlers", "invoke", "demo", "replay", "jwks", "keys", "credentials"] {
                 #expect(output.stdoutText.contains("  \(command) "), "\(request) lists \(command)")
             }
         }
@@ -46,6 +46,26 @@ import Testing
         #expect(jwks.exitCode == 0)
         #expect(jwks.json?["keys"]?.arrayValue?.compactMap { $0["kid"]?.stringValue } == [signing.keyID, fresh.signing.keyID])
         #expect(!jwks.stdoutText.contains("\"d\""), "a private part was printed")
+    }
+
+    /// The catalogue as JSON for scripts, a table for readers; invoke takes only its names.
+    @Test func handlersPrintsTheCatalogueAndInvokeTakesOnlyItsNames() throws {
+        let json = try authctl("handlers", "--json")
+        #expect(json.exitCode == 0)
+        #expect(json.json == .array(HandlerCatalogue.all.map(\.json)))
+        #expect(json.json?.arrayValue?.first { $0["name"] == "link-provider" } == [
+            "name": "link-provider",
+            "routes": [["method": "POST", "path": "/auth/link", "guarded": true], ["method": "DELETE", "path": "/auth/link", "guarded": true]],
+        ])
+        let table = try authctl("handlers")
+        let rows = table.stdoutText.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(rows.first == "HANDLER METHOD PATH GUARDED")
+        #expect(rows.count == 1 + HandlerCatalogue.all.reduce(0) { $0 + $1.routes.count })
+        #expect(rows.contains("signout POST /auth/signout no") && rows.contains("sessions GET /auth/sessions yes"), "\(rows)")
+        let unknown = try authctl("invoke", "passkey", "event.json")
+        #expect(unknown.exitCode == 2, "\(unknown.stderrText)")
+        #expect(unknown.stderrText.hasPrefix("authctl: there is no handler passkey; the handlers are \(HandlerNames.all.joined(separator: ", "))"),
+                "\(unknown.stderrText)")
     }
 
     @Test func aGroupWithoutItsCommandShowsItsHelpAsAUsageError() throws {

@@ -11,6 +11,8 @@ Usage: template_check.py TEMPLATE PARAMETERS_JSON HANDLERS_JSON DOC [DOC...]
 
 Prints one JSON object:
   {"functions": {"<handler>": {"logicalId", "environment": {...}, "routes": [{"method", "path", "authorizer"}]}},
+   "routes": [{"method", "path", "authorizer", "function", "handler"}],  every route of the API; handler null when
+                                                                          its function is not one of ../dist/<handler>.zip
    "authorizer": {"type", "issuer", "audiences", "identitySource"},
    "problems": ["..."]}
 Exits non-zero only when the template cannot be translated at all.
@@ -136,7 +138,7 @@ def main():
     apis = [resource for resource in translated["Resources"].values() if resource["Type"] == "AWS::ApiGatewayV2::Api"]
     if len(apis) != 1:
         problems.append(f"expected one HTTP API, found {len(apis)}")
-        print(json.dumps({"functions": {}, "authorizer": None, "problems": problems}))
+        print(json.dumps({"functions": {}, "routes": [], "authorizer": None, "problems": problems}))
         return
     body = apis[0]["Properties"]["Body"]
     schemes = body.get("components", {}).get("securitySchemes", {})
@@ -198,7 +200,10 @@ def main():
     if authorizer and (authorizer["type"] != "jwt" or authorizer["identitySource"] != "$request.header.Authorization"):
         problems.append(f"the authorizer is not a JWT authorizer on the Authorization header: {authorizer}")
 
-    print(json.dumps({"functions": functions, "authorizer": authorizer, "problems": problems}))
+    every_route = sorted(({**route, "function": logical_id, "handler": handler_of.get(logical_id)}
+                          for logical_id, routes in routes_of.items() for route in routes),
+                         key=lambda route: (route["path"], route["method"]))
+    print(json.dumps({"functions": functions, "routes": every_route, "authorizer": authorizer, "problems": problems}))
 
 
 if __name__ == "__main__":

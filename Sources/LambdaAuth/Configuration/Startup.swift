@@ -2,12 +2,12 @@ import Logging
 
 /// The composition of a handler process, outside the Lambda layer: the environment's secrets
 /// (`AUTH_SECRETS`) resolved, then the configuration, then the services, then the handler.
-/// Every main.swift is `HandlerMain.run(name:factory: Startup.handler { … })`.
+/// Every main.swift is `HandlerMain.run(HandlerCatalogue.<its entry>)`, whose factory is this one.
 public enum Startup {
     /// A factory for `HandlerMain`: runs once per process under the Runtime API (a failure
     /// becomes `/runtime/init/error`), once per event in stdin mode (the CONFIG_ERROR response).
-    public static func handler<Handler: RequestHandler>(
-        _ make: @escaping @Sendable (AuthServices) throws(AuthError) -> Handler
+    public static func handler(
+        _ make: @escaping @Sendable (AuthServices) throws(AuthError) -> any RequestHandler
     ) -> HandlerMain.Factory {
         { environment, logger in
             try make(try AuthServices.start(environment: environment, logger: logger))

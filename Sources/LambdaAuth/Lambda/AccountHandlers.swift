@@ -3,8 +3,8 @@
 /// result into the contract's response body. The flows know nothing of events.
 public struct SignInHandler: RequestHandler {
     let providers: ProviderRegistry
-    public init(services: AuthServices) {
-        providers = services.providers
+    init(providers: ProviderRegistry) {
+        self.providers = providers
     }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
@@ -21,7 +21,7 @@ public struct SignInHandler: RequestHandler {
 
 public struct RefreshHandler: RequestHandler {
     let flow: RefreshFlow
-    public init(services: AuthServices) { flow = services.refresh }
+    init(flow: RefreshFlow) { self.flow = flow }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
@@ -37,9 +37,9 @@ public struct RefreshHandler: RequestHandler {
 public struct LinkProviderHandler: RequestHandler {
     let flow: LinkProviderFlow
     let providers: ProviderRegistry
-    public init(services: AuthServices) {
-        flow = services.linkProvider
-        providers = services.providers
+    init(flow: LinkProviderFlow, providers: ProviderRegistry) {
+        self.flow = flow
+        self.providers = providers
     }
 
     enum Action { case link, unlink }

@@ -1,7 +1,7 @@
 /// `apple-notifications`: `{"payload": "<JWT>"}` → `{"handled": "<type>"}` (contract section 8).
 public struct AppleNotificationsHandler: RequestHandler {
     let flow: AppleNotificationFlow
-    public init(services: AuthServices) { flow = services.appleNotifications }
+    init(flow: AppleNotificationFlow) { self.flow = flow }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")

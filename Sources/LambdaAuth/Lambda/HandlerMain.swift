@@ -13,6 +13,11 @@ public enum HandlerMain {
     /// start's failure.
     public typealias Factory = @Sendable ([String: String], Logger) throws -> any RequestHandler
 
+    /// A handler executable's whole main.swift: `HandlerMain.run(HandlerCatalogue.signin)`.
+    public static func run(_ entry: HandlerEntry, arguments: [String] = CommandLine.arguments) -> Never {
+        run(name: entry.name, arguments: arguments, factory: entry.factory)
+    }
+
     public static func run(name: String, arguments: [String] = CommandLine.arguments, factory: @escaping Factory) -> Never {
         let environment = Environment.current()
         let bootLogger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment))

@@ -5,9 +5,7 @@ import Logging
 /// direct invocation has none and is limited per address only.
 public struct OneTimeCodeStartHandler: RequestHandler {
     let flow: Result<OneTimeCodeFlow, AuthError>
-    public init(services: AuthServices) {
-        flow = Result { () throws(AuthError) in try services.oneTimeCodes }
-    }
+    init(flow: Result<OneTimeCodeFlow, AuthError>) { self.flow = flow }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")

@@ -1,7 +1,7 @@
 /// The Lambda side of `signout`, `sessions` and `delete-account` (contract section 7).
 public struct SignOutHandler: RequestHandler {
     let flow: SignOutFlow
-    public init(services: AuthServices) { flow = services.signOut }
+    init(flow: SignOutFlow) { self.flow = flow }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
@@ -22,7 +22,7 @@ public struct SignOutHandler: RequestHandler {
 
 public struct SessionsHandler: RequestHandler {
     let flow: SessionsFlow
-    public init(services: AuthServices) { flow = services.sessions }
+    init(flow: SessionsFlow) { self.flow = flow }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("GET", "POST", "DELETE", hint: "use GET to list or DELETE to revoke a session")
@@ -57,10 +57,10 @@ public struct DeleteAccountHandler: RequestHandler {
     let flow: DeleteAccountFlow
     let testMode: Bool
     let providers: ProviderRegistry
-    public init(services: AuthServices) {
-        flow = services.deleteAccount
-        testMode = services.configuration.testMode
-        providers = services.providers
+    init(flow: DeleteAccountFlow, providers: ProviderRegistry, testMode: Bool) {
+        self.flow = flow
+        self.providers = providers
+        self.testMode = testMode
     }
 
     /// The fields that carry a proof of identity; a request with none of them presents no proof.

@@ -6,9 +6,9 @@ public struct WellKnownHandler: RequestHandler {
     let documents: DiscoveryDocuments
     let keys: @Sendable () throws(AuthError) -> AccessTokenKeySet?
 
-    public init(services: AuthServices) {
-        documents = DiscoveryDocuments(issuer: services.configuration.issuer)
-        keys = { () throws(AuthError) in try services.accessTokenKeys() }
+    init(documents: DiscoveryDocuments, keys: @escaping @Sendable () throws(AuthError) -> AccessTokenKeySet?) {
+        self.documents = documents
+        self.keys = keys
     }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {

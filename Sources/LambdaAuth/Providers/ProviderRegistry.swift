@@ -116,8 +116,7 @@ extension AuthServices {
         let idTokens = (ProviderName.idTokenProviders + verifier.configuredProviders).map { provider -> any SignInProvider in
             IDTokenSignIn(provider: provider, flow: signIn, verifier: verifier)
         }
-        let oneTimeCodes = Result { () throws(AuthError) in try self.oneTimeCodes }
-        return ProviderRegistry(entries: idTokens + [EmailCodeSignIn(flow: signIn, oneTimeCodes: oneTimeCodes),
+        return ProviderRegistry(entries: idTokens + [EmailCodeSignIn(flow: signIn, oneTimeCodes: oneTimeCodesOnUse),
                                                      GuestSignIn(guests: guestSignIn)])
     }
 }

@@ -76,7 +76,7 @@ import Testing
     func aNotificationForNoKnownUserCostsTwoReadsAndOnePut(backend: FlowWorld.Backend) throws {
         let world = try FlowWorld(backend: backend)
         let flows = try InProcessFlows(world)
-        let handler = AppleNotificationsHandler(services: flows.services)
+        let handler = try flows.handler(HandlerCatalogue.appleNotifications)
         let context = InvocationContext(requestID: "counted-notification", logger: Logger.jsonLines(level: .error))
         let request = InvocationRequest(kind: .direct, body: [
             "payload": .string(Self.payload(world, type: "consent-revoked", subject: "000000.nobody", jti: "counted-1")),

@@ -6,36 +6,33 @@ import Testing
 /// `Infra/template.yaml` as CloudFormation deploys it: translated by AWS's SAM translator
 /// (Tests/Scripts/template_check.py), its intrinsics resolved for a parameter set, then checked:
 /// every function's environment names only variables the README documents, the JWT authorizer's
-/// issuer and audience are what the functions sign, the functions require RS256 keys, and every
-/// handler has its routes, behind the authorizer exactly where the README says.
+/// issuer and audience are what the functions sign, the functions require RS256 keys, and the
+/// API's routes are the handler catalogue's, each behind the authorizer exactly where it says.
 @Suite struct TemplateTranslationTests {
     static let documents = ["README.md", "Infra/README.md"]
 
-    /// Which handler answers which route, and whether the authorizer guards it.
-    static let expectedRoutes: [String: [String]] = [
-        "signin": ["POST /auth/signin"],
-        "refresh": ["POST /auth/refresh"],
-        "link-provider": ["DELETE /auth/link guarded", "POST /auth/link guarded"],
-        "signout": ["POST /auth/signout"],
-        "sessions": ["DELETE /auth/sessions guarded", "GET /auth/sessions guarded"],
-        "delete-account": ["DELETE /auth/account guarded", "POST /auth/delete-account guarded"],
-        "well-known": ["GET /.well-known/jwks.json", "GET /.well-known/openid-configuration"],
-        "apple-notifications": ["POST /auth/apple/notifications"],
-        "otp-start": ["POST /auth/otp/start"],
-    ]
+    /// `handler: METHOD path [guarded]` for every route of the catalogue, and the template's one
+    /// route to a function that is no handler: the example of the app's own API.
+    static let expectedRoutes = Set(HandlerCatalogue.all.flatMap { entry in entry.routes.map { "\(entry.name): \($0)" } })
+        .union(["ExampleProtectedFunction: GET /example/whoami guarded"])
+
+    /// What differs between the translated template's routes and `expectedRoutes`, both ways.
+    static func routeMismatches(_ translated: JSONValue) -> [String] {
+        let deployed = Set((translated["routes"]?.arrayValue ?? []).map { route in
+            let target = route["handler"]?.stringValue ?? route["function"]?.stringValue ?? "?"
+            let catalogued = HTTPRoute(method: route["method"]?.stringValue ?? "?", path: route["path"]?.stringValue ?? "?",
+                                       guarded: route["authorizer"] == true)
+            return "\(target): \(catalogued)"
+        })
+        return expectedRoutes.subtracting(deployed).sorted().map { "not in the template: " + $0 }
+            + deployed.subtracting(expectedRoutes).sorted().map { "not in the catalogue: " + $0 }
+    }
 
     static func translate(_ template: String = TestSupport.packageRoot + "/Infra/template.yaml",
                           parameters: JSONValue) throws -> JSONValue {
         let handlers = JSONValue.array(HandlerNames.all.map { .string($0) })
         return try TestSupport.pythonPeer("template_check.py", [template, parameters.serialized(), handlers.serialized()]
                                           + documents.map { TestSupport.packageRoot + "/" + $0 })
-    }
-
-    static func routes(_ function: JSONValue?) -> [String] {
-        (function?["routes"]?.arrayValue ?? []).compactMap { route in
-            guard let method = route["method"]?.stringValue, let path = route["path"]?.stringValue else { return nil }
-            return "\(method) \(path)" + (route["authorizer"] == true ? " guarded" : "")
-        }
     }
 
     @Test(arguments: [
@@ -47,9 +44,9 @@ import Testing
         #expect(translated["problems"] == [], "\(translated["problems"]?.serialized() ?? "")")
         #expect(translated["authorizer"]?["issuer"] == "https://auth.example.test")
         #expect(translated["authorizer"]?["audiences"] == [.string(audience)])
+        #expect(Self.routeMismatches(translated) == [])
         for handler in HandlerNames.all {
             let function = translated["functions"]?[handler]
-            #expect(Self.routes(function) == Self.expectedRoutes[handler], "\(handler)")
             #expect(function?["environment"]?["AUTH_SIGNING_ALGORITHM"] == "RS256", "\(handler)")
             #expect(function?["environment"]?["AUTH_ISSUER"] == "https://auth.example.test", "\(handler)")
             #expect(function?["environment"]?["AUTH_ACCESS_TOKEN_AUDIENCE"] == .string(audience), "\(handler)")
@@ -66,6 +63,8 @@ import Testing
             ("            JwtConfiguration:\n              issuer: !Ref Issuer\n",
              "            JwtConfiguration:\n              issuer: https://elsewhere.example.test\n"),
             ("          Properties: { ApiId: !Ref AuthApi, Path: /auth/otp/start, Method: POST }\n", ""),
+            ("Path: /auth/sessions, Method: GET, Auth: { Authorizer: AccessToken } }", "Path: /auth/sessions, Method: GET }"),
+            ("Path: /auth/refresh, Method: POST }", "Path: /auth/refresh, Method: PUT }"),
         ]
         for (original, mistaken) in mistakes {
             try #require(text.contains(original), "the template no longer holds \(original)")
@@ -79,6 +78,11 @@ import Testing
         #expect(problems.contains { $0.hasPrefix("signin does not require RS256") })
         #expect(problems.contains { $0.hasPrefix("signin signs iss 'https://auth.example.test'; the authorizer requires 'https://elsewhere.example.test'") })
         #expect(problems.contains("otp-start has no route"), "\(problems)")
+        #expect(Self.routeMismatches(translated) == [
+            "not in the template: otp-start: POST /auth/otp/start", "not in the template: refresh: POST /auth/refresh",
+            "not in the template: sessions: GET /auth/sessions guarded",
+            "not in the catalogue: refresh: PUT /auth/refresh", "not in the catalogue: sessions: GET /auth/sessions",
+        ])
     }
 }
 

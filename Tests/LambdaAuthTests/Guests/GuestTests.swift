@@ -16,7 +16,7 @@ import Testing
         if let device { body["device"] = device }
         let request = InvocationRequest(kind: sourceIP == nil ? .direct : .httpAPIv2, body: body, sourceIP: sourceIP)
         do {
-            return .success(try SignInHandler(services: flows.services).handle(request, context: context).body)
+            return .success(try flows.handler(HandlerCatalogue.signin).handle(request, context: context).body)
         } catch {
             return .failure(AuthError.from(error))
         }

@@ -10,6 +10,9 @@ import Testing
         #expect(output.exitCode == 0)
         #expect(output.json?["error"]?["code"] == "INVALID_REQUEST")
         #expect(output.stdoutText.hasSuffix("}\n"))
+        // The event line names the handler: each executable runs its own catalogue entry.
+        let events = output.stderrText.split(separator: "\n").compactMap { try? JSONValue.parse(String($0))["event"]?.stringValue }
+        #expect(events == [handler.replacing("-", with: "_") + "_failed"], "\(output.stderrText)")
     }
 
     @Test func invalidConfigurationIsAConfigErrorResponse() throws {

@@ -49,7 +49,7 @@ import Testing
     static func guest(_ flows: InProcessFlows, _ sourceIP: String) -> ErrorCode? {
         let request = InvocationRequest(kind: .httpAPIv2, body: ["provider": "guest"], sourceIP: sourceIP)
         do {
-            _ = try SignInHandler(services: flows.services).handle(request, context: context)
+            _ = try flows.handler(HandlerCatalogue.signin).handle(request, context: context)
             return nil
         } catch {
             return AuthError.from(error).code

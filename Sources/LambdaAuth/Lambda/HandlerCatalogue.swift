@@ -1,0 +1,116 @@
+/// Every handler executable, once: its name (executable, zip, `dist/<name>.zip` in the template),
+/// its HTTP routes as `Infra/template.yaml` deploys them, and how it is composed. The Makefile
+/// and `Infra/check-package.sh` read the names from this file's text (`Infra/handler-names.sh`,
+/// which needs no build), so each entry keeps `public static let x = HandlerEntry(name: "…"` on
+/// one line; authctl, the bench and the tests read `HandlerCatalogue.all`.
+public enum HandlerCatalogue {
+    public static let signin = HandlerEntry(name: "signin", routes: [.post("/auth/signin")]) { services in
+        SignInHandler(providers: services.providers)
+    }
+
+    public static let refresh = HandlerEntry(name: "refresh", routes: [.post("/auth/refresh")]) { services in
+        RefreshHandler(flow: services.refresh)
+    }
+
+    public static let linkProvider = HandlerEntry(name: "link-provider", routes: [
+        .post("/auth/link", guarded: true), .delete("/auth/link", guarded: true),
+    ]) { services in
+        LinkProviderHandler(flow: services.linkProvider, providers: services.providers)
+    }
+
+    // Not guarded: a client whose access token has expired still signs out by its refresh token.
+    public static let signout = HandlerEntry(name: "signout", routes: [.post("/auth/signout")]) { services in
+        SignOutHandler(flow: services.signOut)
+    }
+
+    public static let sessions = HandlerEntry(name: "sessions", routes: [
+        .get("/auth/sessions", guarded: true), .delete("/auth/sessions", guarded: true),
+    ]) { services in
+        SessionsHandler(flow: services.sessions)
+    }
+
+    public static let deleteAccount = HandlerEntry(name: "delete-account", routes: [
+        .delete("/auth/account", guarded: true), .post("/auth/delete-account", guarded: true),
+    ]) { services in
+        DeleteAccountHandler(flow: services.deleteAccount, providers: services.providers, testMode: services.configuration.testMode)
+    }
+
+    public static let wellKnown = HandlerEntry(name: "well-known", routes: [
+        .get("/.well-known/openid-configuration"), .get("/.well-known/jwks.json"),
+    ]) { services in
+        WellKnownHandler(documents: DiscoveryDocuments(issuer: services.configuration.issuer),
+                         keys: { () throws(AuthError) in try services.accessTokenKeys() })
+    }
+
+    public static let appleNotifications = HandlerEntry(name: "apple-notifications", routes: [
+        .post("/auth/apple/notifications"),
+    ]) { services in
+        AppleNotificationsHandler(flow: services.appleNotifications)
+    }
+
+    public static let otpStart = HandlerEntry(name: "otp-start", routes: [.post("/auth/otp/start")]) { services in
+        OneTimeCodeStartHandler(flow: services.oneTimeCodesOnUse)
+    }
+
+    /// In the order the README lists the handlers. Only tools and tests read it: a handler's
+    /// main.swift names its own entry, so its executable links no other handler's composition.
+    public static let all = [signin, refresh, linkProvider, signout, sessions, deleteAccount, wellKnown, appleNotifications, otpStart]
+
+    public static func entry(named name: String) -> HandlerEntry? {
+        all.first { $0.name == name }
+    }
+}
+
+/// One handler executable of the catalogue.
+public struct HandlerEntry: Sendable {
+    public let name: String
+    public let routes: [HTTPRoute]
+    /// The composition root of this handler: the flows it uses, built from the process's services.
+    public let compose: @Sendable (AuthServices) throws(AuthError) -> any RequestHandler
+
+    public init(name: String, routes: [HTTPRoute],
+                compose: @escaping @Sendable (AuthServices) throws(AuthError) -> any RequestHandler) {
+        self.name = name
+        self.routes = routes
+        self.compose = compose
+    }
+
+    /// What `HandlerMain` runs: secrets, configuration and services from the environment, then `compose`.
+    public var factory: HandlerMain.Factory { Startup.handler(compose) }
+
+    /// `{"name", "routes": [{"method", "path", "guarded"}]}`, as `authctl handlers --json` prints it.
+    public var json: JSONValue {
+        ["name": .string(name), "routes": .array(routes.map(\.json))]
+    }
+}
+
+/// A route of the template's HTTP API to a handler.
+public struct HTTPRoute: Sendable, Hashable, CustomStringConvertible {
+    public let method: String
+    public let path: String
+    /// Whether the template's JWT authorizer checks the access token before the function runs.
+    public let guarded: Bool
+
+    public init(method: String, path: String, guarded: Bool) {
+        self.method = method
+        self.path = path
+        self.guarded = guarded
+    }
+
+    public static func get(_ path: String, guarded: Bool = false) -> HTTPRoute { HTTPRoute(method: "GET", path: path, guarded: guarded) }
+    public static func post(_ path: String, guarded: Bool = false) -> HTTPRoute { HTTPRoute(method: "POST", path: path, guarded: guarded) }
+    public static func delete(_ path: String, guarded: Bool = false) -> HTTPRoute { HTTPRoute(method: "DELETE", path: path, guarded: guarded) }
+
+    /// `POST /auth/link guarded`: one line a route, as the template test compares them.
+    public var description: String { "\(method) \(path)" + (guarded ? " guarded" : "") }
+
+    public var json: JSONValue { ["method": .string(method), "path": .string(path), "guarded": .bool(guarded)] }
+}
+
+extension AuthServices {
+    /// The email-code flow for a handler that uses it on some requests only: a flow that cannot
+    /// be built (`ses` without a region) fails those requests, not the handler's start.
+    var oneTimeCodesOnUse: Result<OneTimeCodeFlow, AuthError> {
+        Result { () throws(AuthError) in try oneTimeCodes }
+    }
+}
