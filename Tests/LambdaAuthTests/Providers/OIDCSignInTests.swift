@@ -106,4 +106,22 @@ import Testing
         let again = world.run("signin", ["provider": "okta", "idToken": .string(okta.token(subject: "00u1okta", issuedAfter: 600))])
         #expect(again.responseBody?["isNewUser"] == true && again.responseBody?["user"]?["id"] != .string(userID))
     }
+
+    /// A returning user of a configured provider whose keys are cached costs what Google's costs
+    /// on DynamoDB: the link, the user, one transaction (issue 26); and no request to the issuer.
+    @Test func aReturningSignInOnDynamoDBTakesThreeRequests() throws {
+        let okta = try Issuer()
+        let proxy = try DynamoDBProxy(forwardingTo: MotoServer.shared().endpoint)
+        defer { proxy.stop() }
+        let world = try FlowWorld(["AUTH_OIDC_PROVIDERS": okta.configuration, "AUTH_DYNAMODB_ENDPOINT": proxy.endpoint], backend: .dynamoDB)
+        let event: JSONValue = ["provider": "okta", "idToken": .string(okta.token(subject: "00u3counted"))]
+        #expect(world.run("signin", event).responseBody?["isNewUser"] == true)
+        let issuerRequests = okta.server.requestCount
+        let before = proxy.operations.count
+        let returning = world.run("signin", event)
+        #expect(returning.responseBody?["isNewUser"] == false, "\(returning.stdoutText)")
+        let operations = Array(proxy.operations.dropFirst(before))
+        #expect(operations.count <= 3, "\(operations)")
+        #expect(okta.server.requestCount == issuerRequests, "the keys came from the cache")
+    }
 }
