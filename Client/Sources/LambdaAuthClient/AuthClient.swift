@@ -53,6 +53,9 @@ public actor AuthClient {
 
     public var isSignedIn: Bool { current != nil }
 
+    /// What the client holds now (internal: the refresh token stays inside the library).
+    var storedSession: StoredSession? { current }
+
     // MARK: signing in
 
     /// An ID token of Google, Apple or a configured OpenID Connect provider. Apple: its
