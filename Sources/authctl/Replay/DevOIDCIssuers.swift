@@ -22,8 +22,6 @@ final class DevOIDCIssuers: Sendable {
 
         static let fields: Set = ["name", "jwksPath", "algorithms", "keysDeclareAlgorithm"]
 
-        init(name: String) { self.name = name }
-
         /// An entry of a scenario's `"oidcIssuers"`; `fail` names the problem in the scenario.
         init(_ json: JSONValue, fail: (String) -> CommandFailure) throws {
             guard let members = json.objectValue, let name = members["name"]?.stringValue else {
@@ -97,7 +95,9 @@ final class DevOIDCIssuers: Sendable {
     /// `iss` (a path starting with `/` is on the stand-in's server, e.g. another tenant's issuer).
     func token(_ settings: OIDCProviderSettings, options: [String: String], now: Int64) throws -> String {
         let name = settings.name.rawValue
-        guard let issuer = issuers[name] else { throw CommandFailure("{{idToken \(name)}} needs an oidcIssuers entry named \(name)") }
+        guard let issuer = issuers[name], let server = servers[name] else {
+            throw CommandFailure("{{idToken \(name)}} needs an oidcIssuers entry named \(name)")
+        }
         var claimOptions = options
         let algorithmName = claimOptions.removeValue(forKey: "alg") ?? settings.algorithms[0].rawValue
         guard let algorithm = JWSAlgorithm(rawValue: algorithmName), issuer.algorithms.contains(algorithm) else {
@@ -109,7 +109,7 @@ final class DevOIDCIssuers: Sendable {
             throw CommandFailure("{{idToken \(name)}}: its issuer has \(OIDCProviderSettings.tenantPlaceholder); say tid=")
         }
         var token = try DevIdentityProvider.tokenOptions(claimOptions, defaultAudience: settings.audiences[0], now: now)
-        token.issuer = issuerOverride.map { $0.hasPrefix("/") ? (servers[name]!.baseURL + $0) : $0 } ?? settings.issuer
+        token.issuer = issuerOverride.map { $0.hasPrefix("/") ? (server.baseURL + $0) : $0 } ?? settings.issuer
         token.tenantID = tenant
         do {
             return try identityProvider.token(claims: token.claims(for: settings.name, now: now), algorithm: algorithm,
