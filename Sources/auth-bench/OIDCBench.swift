@@ -11,37 +11,19 @@ enum OIDCBench {
     static let warmUp = 20, warmRuns = 201, blocks = 2
 
     static func run(_ table: inout BenchTable) {
-        // The issuer's address goes into the world's AUTH_OIDC_PROVIDERS, and the world makes the
-        // key the issuer publishes: the server starts first and learns what to answer after.
-        let issuer: LoopbackHTTPServer
+        let okta: BenchOIDCIssuer
         do {
-            issuer = try LoopbackHTTPServer { _ in .drop }
+            okta = try BenchOIDCIssuer()
         } catch {
             table.add("oidc", "configured provider sign-in", "no loopback issuer could start: \(error)")
             return
         }
-        defer { issuer.stop() }
-        let issuerURL = issuer.baseURL + "/oauth2/default"
-        let providers: JSONValue = [["name": "okta", "issuer": .string(issuerURL), "audiences": ["bench-okta"]]]
-        let world = FlowBench.makeWorld(["AUTH_OIDC_PROVIDERS": providers.serialized()])
+        defer { okta.server.stop() }
+        let world = FlowBench.makeWorld(okta.environment)
         defer { FileSystem.removeTree(world.directory) }
-        let identityProvider = world.identityProvider
-        let jwks = identityProvider.jwks(for: [.rs256])
-        issuer.respond { request in
-            switch request.path {
-            case "/oauth2/default/.well-known/openid-configuration":
-                return .json(["issuer": .string(issuerURL), "jwks_uri": .string(issuerURL + "/v1/keys")])
-            case "/oauth2/default/v1/keys": return .json(jwks)
-            default: return LoopbackHTTPServer.Response(status: 404)
-            }
-        }
-
+        okta.publish(world.identityProvider)
         let now = SystemClock().nowSeconds
-        var options = DevTokenOptions(subject: "00u-bench-okta", audience: "bench-okta")
-        options.email = "bench-okta@example.com"
-        options.issuer = issuerURL
-        guard let oktaToken = try? identityProvider.token(claims: options.claims(for: ProviderName(configured: "okta")!, now: now),
-                                                          algorithm: .rs256) else {
+        guard let oktaToken = okta.token(world.identityProvider, subject: "00u-bench-okta", email: "bench-okta@example.com", now: now) else {
             table.add("oidc", "configured provider sign-in", "the dev identity provider could not sign a token")
             return
         }
@@ -52,7 +34,7 @@ enum OIDCBench {
         ]
         // Untimed: creates both users and fills the key caches (memory is per process; the files stay).
         for (_, event) in events { _ = world.invoke("signin", event) }
-        let fetchesBefore = issuer.requestCount
+        let fetchesBefore = okta.server.requestCount
 
         // The two providers alternate in blocks, as the signing section's algorithms do, so that
         // both see the same machine.
@@ -84,6 +66,41 @@ enum OIDCBench {
                       format(percentile(samples, 0.5), decimals: 3) + " / " + format(percentile(samples, 0.99), decimals: 3) + " ms")
         }
         table.add("oidc", "discovery and JWKS fetches during the timed OIDC sign-ins (the untimed first: \(fetchesBefore))",
-                  String(issuer.requestCount - fetchesBefore), target: "0")
+                  String(okta.server.requestCount - fetchesBefore), target: "0")
+    }
+}
+
+/// The bench's configured provider `okta`: a loopback issuer publishing a world's dev key through
+/// a discovery document, as an Okta authorization server does. It starts before the world (whose
+/// AUTH_OIDC_PROVIDERS names it) and publishes the key the world made once there is one.
+final class BenchOIDCIssuer {
+    static let audience = "bench-okta"
+    let server: LoopbackHTTPServer
+
+    init() throws { server = try LoopbackHTTPServer { _ in LoopbackHTTPServer.Response(status: 503) } }
+
+    var issuer: String { server.baseURL + "/oauth2/default" }
+    var environment: [String: String] {
+        let providers: JSONValue = [["name": "okta", "issuer": .string(issuer), "audiences": .array([.string(BenchOIDCIssuer.audience)])]]
+        return ["AUTH_OIDC_PROVIDERS": providers.serialized()]
+    }
+
+    func publish(_ identityProvider: DevIdentityProvider) {
+        let issuer = issuer, jwks = identityProvider.jwks(for: [.rs256])
+        server.respond { request in
+            switch request.path {
+            case "/oauth2/default/.well-known/openid-configuration":
+                return .json(["issuer": .string(issuer), "jwks_uri": .string(issuer + "/v1/keys")])
+            case "/oauth2/default/v1/keys": return .json(jwks)
+            default: return LoopbackHTTPServer.Response(status: 404)
+            }
+        }
+    }
+
+    func token(_ identityProvider: DevIdentityProvider, subject: String, email: String?, now: Int64) -> String? {
+        var options = DevTokenOptions(subject: subject, audience: BenchOIDCIssuer.audience)
+        options.email = email
+        options.issuer = issuer
+        return try? identityProvider.token(claims: options.claims(for: ProviderName(configured: "okta")!, now: now), algorithm: .rs256)
     }
 }

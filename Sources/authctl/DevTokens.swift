@@ -13,11 +13,12 @@ extension DevIdentityProvider {
         }
     }
 
-    /// What the placeholder options say a token carries, whichever provider signs it.
-    static func tokenOptions(_ options: [String: String], defaultAudience: String, now: Int64) throws -> DevTokenOptions {
+    /// What the placeholder options say a token carries, whichever provider signs it; `alsoKnown`:
+    /// the options the caller has already taken out (named when an option is unknown).
+    static func tokenOptions(_ options: [String: String], alsoKnown: Set<String> = [], defaultAudience: String, now: Int64) throws -> DevTokenOptions {
         let known: Set = ["sub", "aud", "email", "emailVerified", "privateEmail", "nonce", "name", "picture", "expiresIn", "iat"]
         if let unknown = options.keys.first(where: { !known.contains($0) }) {
-            throw CommandFailure("unknown token option \(unknown); known: \(known.sorted().joined(separator: ", "))")
+            throw CommandFailure("unknown token option \(unknown); known: \(known.union(alsoKnown).sorted().joined(separator: ", "))")
         }
         var token = DevTokenOptions(subject: options["sub"] ?? "dev-user-1", audience: options["aud"] ?? defaultAudience)
         token.email = options["email"]

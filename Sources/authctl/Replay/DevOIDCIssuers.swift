@@ -108,7 +108,8 @@ final class DevOIDCIssuers: Sendable {
         if settings.isMultiTenant, tenant == nil, issuerOverride == nil {
             throw CommandFailure("{{idToken \(name)}}: its issuer has \(OIDCProviderSettings.tenantPlaceholder); say tid=")
         }
-        var token = try DevIdentityProvider.tokenOptions(claimOptions, defaultAudience: settings.audiences[0], now: now)
+        var token = try DevIdentityProvider.tokenOptions(claimOptions, alsoKnown: ["tid", "alg", "iss"], defaultAudience: settings.audiences[0],
+                                                         now: now)
         token.issuer = issuerOverride.map { $0.hasPrefix("/") ? (server.baseURL + $0) : $0 } ?? settings.issuer
         token.tenantID = tenant
         do {
