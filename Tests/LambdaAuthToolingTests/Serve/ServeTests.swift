@@ -268,6 +268,19 @@ import Glibc
         #expect(document["paths"]?.objectValue?.keys.contains { $0.hasPrefix("/dev/") } == false, "the dev routes are serve's alone")
         #expect(document["components"]?["securitySchemes"]?["accessToken"]?["scheme"] == "bearer")
     }
+
+    /// openapi-spec-validator (PyPI) accepts the committed document and refuses a broken copy,
+    /// so its verdict can fail.
+    @Test func openAPISpecValidatorAcceptsTheDocument() throws {
+        let verdict = try TestSupport.pythonPeer("openapi_validate.py", [TestSupport.packageRoot + "/Infra/openapi.json"])
+        #expect(verdict == ["valid": true], "\(verdict)")
+        guard case .object(var broken) = OpenAPIDocument.document else { Issue.record("not an object"); return }
+        broken["paths"] = ["/auth/signin": ["post": ["responses": ["200": ["$ref": "#/components/responses/Missing"]]]]]
+        let copy = directory + "/broken-openapi.json"
+        try FileSystem.writeAtomically(copy, JSONValue.object(broken).serializedBytes())
+        let refused = try TestSupport.pythonPeer("openapi_validate.py", [copy])
+        #expect(refused["valid"] == false, "\(refused)")
+    }
 }
 
 /// What threads of a test hand back.
