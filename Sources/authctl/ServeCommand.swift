@@ -33,8 +33,11 @@ struct ServeCommand: ParsableCommand {
         if !configured {
             let dev = try DevEnvironment(directory: devDir)
             environment = dev.handlerEnvironment(environment)
-            // As `make demo`: only the event lines (and real problems), one per request.
-            if (environment["AUTH_LOG_LEVEL"] ?? "").isEmpty { environment["AUTH_LOG_LEVEL"] = "warning" }
+            // As `make demo`: only the event lines (and real problems), one per request; email
+            // codes on, delivered to an outbox the developer reads.
+            let demoDefaults = ["AUTH_LOG_LEVEL": "warning", "AUTH_EMAIL": "on",
+                                "AUTH_EMAIL_SENDER": "outbox:" + absolutePath(devDir + "/outbox")]
+            for (name, value) in demoDefaults where (environment[name] ?? "").isEmpty { environment[name] = value }
             devRoutes = LocalHTTPAPI.DevIdentityRoutes(provider: dev.identityProvider, defaultAudiences: [
                 .google: DevEnvironment.googleAudiences[0], .apple: DevEnvironment.appleAudiences[0],
             ])

@@ -23,7 +23,7 @@ import Glibc
 
     func startServe(port: UInt16) throws -> RunningProcess {
         try ProcessRunner.start(ProcessRunner.executable("authctl"), arguments: ["serve", "--port", String(port), "--dev-dir", directory + "/dev"],
-                                environment: ["AUTH_STORE": directory + "/store", "AUTH_EMAIL_SENDER": "outbox:" + directory + "/outbox"])
+                                environment: ["AUTH_STORE": directory + "/store"])
     }
 
     func waitUntilListening(_ port: UInt16) throws {
@@ -52,6 +52,11 @@ import Glibc
                                                timeout: 20))
         #expect(signIn.status == 200, "\(String(decoding: signIn.body, as: UTF8.self))")
         #expect(try http.send(HTTPRequest(url: base + "/nowhere", timeout: 20)).status == 404)
+        // Email codes are on, delivered to the dev directory's outbox.
+        let code = try http.send(HTTPRequest(method: "POST", url: base + "/auth/otp/start", body: Array(#"{"email":"dev@example.com"}"#.utf8),
+                                             timeout: 20))
+        #expect(code.status == 202, "\(String(decoding: code.body, as: UTF8.self))")
+        #expect(Outbox.latestCode(to: "dev@example.com", in: directory + "/dev/outbox") != nil)
 
         // A request whose body is still arriving when SIGTERM comes.
         let slow = try RawConnection(port: port)
@@ -69,8 +74,8 @@ import Glibc
         #expect(exit.stdoutText.hasPrefix("lambda-auth serving on http://127.0.0.1:\(port)"))
         // One event line per request, each with its own request id.
         let eventLines = exit.stderrText.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }.filter { $0["event"] != nil }
-        #expect(eventLines.compactMap { $0["event"]?.stringValue } == ["dev_idp_token", "signin", "gateway_failed", "dev_idp_token"])
-        #expect(Set(eventLines.compactMap { $0["requestId"]?.stringValue }).count == 4)
+        #expect(eventLines.compactMap { $0["event"]?.stringValue } == ["dev_idp_token", "signin", "gateway_failed", "code_sent", "dev_idp_token"])
+        #expect(Set(eventLines.compactMap { $0["requestId"]?.stringValue }).count == 5)
     }
 
     @Test func aHostThatIsNotAnAddressOrAPortInUseIsAOneLineError() throws {
