@@ -37,10 +37,12 @@ public final class LocalHTTPAPI: Sendable {
 
     /// Builds every handler of the catalogue on one set of services from `environment`: a
     /// configuration error is thrown here, at start, as a Lambda init error would be.
+    /// `logSink`: where the log lines go (stderr; a test keeps them).
     public init(environment: [String: String], devIdentity: DevIdentityRoutes? = nil,
-                eventObserver: (@Sendable (JSONValue) -> Void)? = nil) throws(AuthError) {
+                eventObserver: (@Sendable (JSONValue) -> Void)? = nil,
+                logSink: @escaping @Sendable (String) -> Void = writeStandardErrorLine) throws(AuthError) {
         settings = try LambdaSettings.fromEnvironment(environment)
-        logger = Logger.jsonLines(level: settings.logLevel)
+        logger = Logger.jsonLines(level: settings.logLevel, sink: logSink)
         let services = try AuthServices.start(environment: environment, logger: logger)
         self.services = services
         var routes: [String: Route] = [:]

@@ -17,6 +17,8 @@ import Glibc
     let signingKey = AccessTokenKey.generate(.rs256)
     let ellipticKey = AccessTokenKey.generate(.es256)
     let events = Collected<JSONValue>()
+    /// What the server logs, kept from the test's output.
+    let logLines = Collected<String>()
     let api: LocalHTTPAPI
     let listener: ServeListener
     let http = CurlHTTPClient()
@@ -34,10 +36,10 @@ import Glibc
             "AUTH_CORS_ORIGINS": ServeTests.allowedOrigin + ",https://app.example.com",
             "AUTH_GUEST": "on", "AUTH_LOG_LEVEL": "error",
         ]
-        let events = self.events
+        let events = self.events, logLines = self.logLines
         api = try LocalHTTPAPI(environment: environment,
                                devIdentity: .init(provider: identityProvider, defaultAudiences: [.google: "web-client", .apple: "com.example.app"]),
-                               eventObserver: { event in events.append(event) })
+                               eventObserver: { event in events.append(event) }, logSink: { line in logLines.append(line) })
         let api = self.api
         listener = try ServeListener(host: "127.0.0.1", port: 0) { api.respond($0) }
     }
@@ -101,6 +103,12 @@ import Glibc
         // Apple's dev tokens sign in too.
         let apple = try send("POST", "/auth/signin", json: ["provider": "apple", "idToken": .string(try idToken("apple", sub: "001.apple"))])
         #expect(apple.status == 200)
+        // One event line per request (8 of them), each with the request id its event carried.
+        let eventLines = logLines.all.compactMap { try? JSONValue.parse(Array($0.utf8)) }.filter { $0["event"] != nil }
+        #expect(eventLines.compactMap { $0["event"]?.stringValue }
+                == ["dev_idp_token", "signin", "refresh", "sessions", "signout", "sessions_failed", "dev_idp_token", "signin"])
+        let handlerRequestIDs = events.all.compactMap { $0["requestContext"]?["requestId"]?.stringValue }
+        #expect(handlerRequestIDs.count == 6 && handlerRequestIDs.allSatisfy { id in eventLines.contains { $0["requestId"]?.stringValue == id } })
     }
 
     @Test func unroutedRequestsAnswerAPIGatewaysNotFound() throws {
@@ -267,6 +275,38 @@ import Glibc
         }
         #expect(document["paths"]?.objectValue?.keys.contains { $0.hasPrefix("/dev/") } == false, "the dev routes are serve's alone")
         #expect(document["components"]?["securitySchemes"]?["accessToken"]?["scheme"] == "bearer")
+    }
+
+    /// schemathesis (PyPI) fuzzes every operation of the document against this server, bounded
+    /// in examples and time: no 5xx, every status, body and content type as documented. The same
+    /// run against a copy that leaves out signin's 400 must fail, so the check can fail.
+    @Test func schemathesisFindsOnlyDocumentedAnswers() throws {
+        let accessToken = try #require(try signIn(sub: "schemathesis")["tokens"]?["accessToken"]?.stringValue)
+        func fuzz(_ document: String, seconds: Int, extra: [String] = []) throws -> ProcessRunner.Output {
+            // From the test's directory: schemathesis keeps its state files in the working directory.
+            let script = #"cd "$1" && shift && exec python3 -m schemathesis.cli run "$@""#
+            return try ProcessRunner.run("/bin/sh", arguments: ["-c", script, "sh", directory, document,
+                                                               "--url", "http://127.0.0.1:\(listener.port)", "--max-examples", "10",
+                                                               "--max-time", String(seconds), "--phases", "coverage,fuzzing",
+                                                               "--no-color", "-H", "Authorization: Bearer " + accessToken, "--checks",
+                                                               "not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance"]
+                                                               + extra, environment: Environment.current())
+        }
+        let run = try fuzz(TestSupport.packageRoot + "/Infra/openapi.json", seconds: 20)
+        #expect(run.exitCode == 0, "\(run.stdoutText.suffix(4000)) \(run.stderrText.suffix(1000))")
+        #expect(run.stdoutText.contains("13/13"), "every operation: \(run.stdoutText.suffix(1500))")
+        guard case .object(var document) = OpenAPIDocument.document, case .object(var paths)? = document["paths"],
+              case .object(var signin)? = paths["/auth/signin"], case .object(var post)? = signin["post"],
+              case .object(var responses)? = post["responses"] else { Issue.record("the document's shape changed"); return }
+        responses["400"] = nil
+        post["responses"] = .object(responses)
+        signin["post"] = .object(post)
+        paths = ["/auth/signin": .object(signin)]
+        document["paths"] = .object(paths)
+        let stale = directory + "/without-400.json"
+        try FileSystem.writeAtomically(stale, JSONValue.object(document).serializedBytes())
+        let caught = try fuzz(stale, seconds: 10)
+        #expect(caught.exitCode != 0 && caught.stdoutText.contains("400"), "\(caught.stdoutText.suffix(2000))")
     }
 
     /// openapi-spec-validator (PyPI) accepts the committed document and refuses a broken copy,
