@@ -226,6 +226,11 @@ public final class ServeListener: Sendable {
         guard let length = Int(lengthText), length >= 0 else { return .refused(ServeListener.message(400, "Bad Request")) }
         guard length <= ServeListener.maximumBodyBytes else { return .refused(ServeListener.message(413, "Request Entity Too Large")) }
         let bodyStart = headEnd! + 4
+        // curl asks before sending a body over 1 KiB, and would otherwise wait a second for this.
+        if buffer.count < bodyStart + length,
+           headers.contains(where: { $0.name.lowercased() == "expect" && $0.value.lowercased() == "100-continue" }) {
+            guard SocketIO.sendAll(connection, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return .closed }
+        }
         while buffer.count < bodyStart + length {
             guard SocketIO.receive(connection, into: &buffer) else { return .closed }
         }
