@@ -50,7 +50,9 @@ public final class ServeListener: Sendable {
     private struct State {
         var stopping = false
         var listenerClosed = false
-        /// Connections between requests: a stop closes them, as no request of theirs is under way.
+        /// Connections with no request under way (new ones, and kept-alive ones between requests):
+        /// a stop closes them. Browsers open connections ahead of any request; waiting for those
+        /// would hold every Ctrl-C for the whole timeout.
         var idle: Set<Int32> = []
         /// Connections reading a request or answering one: a stop waits for them.
         var busy: Set<Int32> = []
@@ -90,9 +92,10 @@ public final class ServeListener: Sendable {
     }
 
     /// Stops taking connections, closes the idle ones and returns once every request in flight
-    /// has been answered (or `timeoutSeconds` passed: a client that opened a connection and never
-    /// finished its request must not hold the process forever). Connections the kernel had already
-    /// completed are taken first: their clients did connect before the stop.
+    /// has been answered (or `timeoutSeconds` passed: a client that began a request and never
+    /// finished it must not hold the process forever). Connections the kernel had already
+    /// completed are taken first, and an idle connection whose request bytes have arrived but
+    /// not yet been read counts as in flight: their clients did send before the stop.
     @discardableResult
     public func stop(timeoutSeconds: Double = 30) -> Bool {
         let alreadyStopping = state.withLock { state -> Bool in
@@ -108,7 +111,15 @@ public final class ServeListener: Sendable {
             }
             state.withLock { state in
                 if !state.listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
-                for connection in state.idle { shutdown(connection, Int32(SHUT_RDWR)) }
+                for connection in state.idle {
+                    var unread: Int32 = 0
+                    if ioctl(connection, UInt(FIONREAD), &unread) == 0, unread > 0 {
+                        state.idle.remove(connection)
+                        state.busy.insert(connection)
+                    } else {
+                        shutdown(connection, Int32(SHUT_RDWR))
+                    }
+                }
             }
         }
         let deadline = monotonicSeconds() + timeoutSeconds
@@ -140,10 +151,9 @@ public final class ServeListener: Sendable {
         }
     }
 
-    /// A connection counts as busy from its acceptance: it was opened to send a request.
     private func startServing(_ connection: Int32) {
         _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-        state.withLock { _ = $0.busy.insert(connection) }
+        state.withLock { _ = $0.idle.insert(connection) }
         BackgroundThread.detach { [self] in serve(connection) }
     }
 
@@ -196,8 +206,8 @@ public final class ServeListener: Sendable {
                 return .refused(ServeListener.message(431, "Request Header Fields Too Large"))
             }
             guard SocketIO.receive(connection, into: &buffer) else { return .closed }
-            // The first bytes of a request on a kept-alive connection: it is busy again, unless a
-            // stop has begun, which answers no new request.
+            // The first bytes of a request: the connection is busy, unless a stop has begun and
+            // closed it as idle (then it answers no new request).
             let proceed = state.withLock { state -> Bool in
                 guard state.idle.contains(connection) else { return true }
                 if state.stopping { return false }

@@ -58,7 +58,9 @@ import Glibc
         #expect(code.status == 202, "\(String(decoding: code.body, as: UTF8.self))")
         #expect(Outbox.latestCode(to: "dev@example.com", in: directory + "/dev/outbox") != nil)
 
-        // A request whose body is still arriving when SIGTERM comes.
+        // A connection that never sends (a browser's preconnection) must not hold the stop, and a
+        // request whose body is still arriving when SIGTERM comes is answered before the exit.
+        let idle = try RawConnection(port: port)
         let slow = try RawConnection(port: port)
         let body = #"{"sub":"in-flight"}"#
         try slow.send("POST /dev/idp/apple/token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: \(body.utf8.count)\r\n\r\n" + body.prefix(6))
@@ -69,8 +71,11 @@ import Glibc
         try slow.send(String(body.dropFirst(6)))
         let answer = try slow.readResponse()
         #expect(answer.status == 200 && answer.body.contains("idToken"), "\(answer)")
+        let finishing = monotonicSeconds()
         let exit = serve.finish()
         #expect(exit.exitCode == 0 && exit.signal == nil, "\(exit.stderrText)")
+        #expect(monotonicSeconds() - finishing < 10, "the idle connection held the stop")
+        #expect(try idle.readResponse().status == 0, "the idle connection was closed unanswered")
         #expect(exit.stdoutText.hasPrefix("lambda-auth serving on http://127.0.0.1:\(port)"))
         // One event line per request, each with its own request id.
         let eventLines = exit.stderrText.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }.filter { $0["event"] != nil }

@@ -366,7 +366,8 @@ final class RawConnection {
         guard sent == bytes.count else { throw RawConnection.Failure(description: "send failed: errno \(errno)") }
     }
 
-    /// Reads until the server closes or the declared body is complete.
+    /// Reads until the server closes or the declared body is complete; status 0 when it closed
+    /// without answering.
     func readResponse() throws -> (status: Int, body: String) {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -385,6 +386,8 @@ final class RawConnection {
             received += chunk[0..<count]
         }
         let text = String(decoding: received, as: UTF8.self)
+        // Closed without an answer.
+        if received.isEmpty { return (0, "") }
         guard let statusText = text.split(separator: " ").dropFirst().first, let status = Int(statusText),
               let headEnd = text.firstRange(of: "\r\n\r\n") else {
             throw RawConnection.Failure(description: "no HTTP response: \(text)")
