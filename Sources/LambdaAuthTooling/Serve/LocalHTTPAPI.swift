@@ -61,6 +61,9 @@ public final class LocalHTTPAPI: Sendable {
         self.eventObserver = eventObserver
     }
 
+    /// Generated once: the catalogue and the schemas are fixed for the life of the process.
+    static let openAPIBody = Array(OpenAPIDocument.text.utf8)
+
     public func respond(_ request: ServeListener.Request) -> ServeListener.Response {
         let startedAt = monotonicSeconds()
         let requestID = SystemRandomSource().identifier(bits: 64)
@@ -72,14 +75,14 @@ public final class LocalHTTPAPI: Sendable {
                 return invoke(route, request, requestID: requestID, origin: origin, logger: requestLogger, startedAt: startedAt)
             }
             var response: ServeListener.Response
-            var event = "gateway"
+            let event: String
             if request.method == "OPTIONS", let cors = settings.cors, request.headers.contains(where: {
                 $0.name.lowercased() == "access-control-request-method" }) {
                 response = ServeListener.Response(status: 204, headers: cors.preflightHeaders(origin: origin).sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
                 event = "cors_preflight"
             } else if request.method == "GET", path == "/openapi.json" {
                 response = ServeListener.Response(status: 200, headers: [("content-type", "application/json")],
-                                                  body: Array(OpenAPIDocument.text.utf8))
+                                                  body: LocalHTTPAPI.openAPIBody)
                 event = "openapi"
             } else if let devIdentity, request.method == "POST", path.hasPrefix("/dev/idp/"), path.hasSuffix("/token") {
                 response = devToken(devIdentity, request, path: path)
