@@ -16,9 +16,8 @@ struct ServeCommand: ParsableCommand {
             + "SIGINT or SIGTERM stops it once the requests in flight are answered."
     )
 
-    static let loopbackHosts: Set = ["127.0.0.1", "localhost"]
-
-    @Option(help: "The address to listen on; another than 127.0.0.1 must be given on purpose.") var host: String?
+    @Option(help: "The IPv4 address to listen on (default 127.0.0.1: this machine only). Another, such as 0.0.0.0 for a phone on the network, is only ever this option's.")
+    var host: String?
     @Option(help: "The port (0: any free one, printed).") var port: UInt16 = 8787
     @Option(help: "The dev identity provider's directory (dev defaults only).") var devDir = DevIdentityProvider.defaultDirectory
 
