@@ -32,10 +32,13 @@ SMOKE := ../shared/conformance/smoke.py
 
 # Each installs what it lacks first (Tests/Scripts/prerequisites.sh says what it did). The test
 # build runs with libcurl's and OpenSSL's development headers hidden, proving neither is needed.
+# The app's client library (Client/, a package of its own) is tested against this build's
+# `authctl serve`.
 test:
 	Tests/Scripts/prerequisites.sh test
 	Tests/Scripts/without-dev-headers.sh $(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	LAMBDA_AUTH_BIN=$(DEBUG_BIN) $(SWIFT) test --package-path Client
 	$(DEBUG_BIN)/authctl replay Events/scenarios/*.json
 	$(MAKE) replay-moto
 	@if [ -f $(SMOKE) ]; then ACC_BINDIR=$(DEBUG_BIN) python3 $(SMOKE); \

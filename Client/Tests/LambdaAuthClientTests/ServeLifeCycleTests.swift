@@ -39,14 +39,14 @@ import Testing
         try await auth.authorize(&request)
         #expect(request.value(forHTTPHeaderField: "Authorization") == "Bearer \(first)")
         #expect(try await auth.sessions().map(\.current) == [true])
+        let credentials = try await auth.credentials()
+        #expect(credentials.accessKeyId.hasPrefix("ASIA") && server.events("refresh") == 0)
 
         // Past the access token's life (900 s): the next call refreshes.
         clock.advance(901)
         let second = try await auth.validAccessToken()
         #expect(second != first && server.events("refresh") == 1)
         #expect(await states.next() == .tokenRefreshed)
-        let credentials = try await auth.credentials()
-        #expect(credentials.accessKeyId.hasPrefix("ASIA"))
 
         let linked = try await auth.link(provider: "apple", idToken: try await server.idToken("apple", subject: "000123.client.1"))
         #expect(linked.identities.map(\.provider).sorted() == ["apple", "google"])
@@ -120,12 +120,13 @@ import Testing
     @Test func anotherClientReusingAReplacedTokenSignsThisOneOut() async throws {
         let server = try LocalServer(environment: ["AUTH_REFRESH_GRACE": "0"])
         let auth = Self.client(server)
-        try await auth.signIn(provider: "google", idToken: try await server.idToken("google", subject: "client-thief"))
         var states = auth.states.makeAsyncIterator()
-        _ = await states.next()
+        #expect(await states.next() == .signedOut)
+        let user = try await auth.signIn(provider: "google", idToken: try await server.idToken("google", subject: "client-thief"))
+        #expect(await states.next() == .signedIn(user))
         let stolen = try #require(await auth.storedRefreshToken)
         try await auth.refresh()
-        _ = await states.next()
+        #expect(await states.next() == .tokenRefreshed)
         // The thief presents the token the client already replaced: the family dies.
         await #expect(throws: AuthClientError.self) {
             _ = try await server.request("POST", "/auth/refresh", body: ["refreshToken": .string(stolen)])
