@@ -84,6 +84,9 @@ public final class LocalHTTPAPI: Sendable {
                 response = ServeListener.Response(status: 200, headers: [("content-type", "application/json")],
                                                   body: LocalHTTPAPI.openAPIBody)
                 event = "openapi"
+            } else if request.method == "GET", path == "/example/whoami" {
+                response = exampleRoute(request)
+                event = response.status == 200 ? "example" : "gateway_failed"
             } else if let devIdentity, request.method == "POST", path.hasPrefix("/dev/idp/"), path.hasSuffix("/token") {
                 response = devToken(devIdentity, request, path: path)
                 event = "dev_idp_token"
@@ -95,6 +98,20 @@ public final class LocalHTTPAPI: Sendable {
             writeLine(event: event, request, path: path, status: response.status, logger: requestLogger, startedAt: startedAt)
             return response
         }
+    }
+
+    /// The template's example of the app's own API behind the authorizer (`GET /example/whoami`,
+    /// an inline Python function there): the verified claims echoed, and the user's app metadata
+    /// read the way an API reads a role, so that an app tries its protected calls locally too.
+    func exampleRoute(_ request: ServeListener.Request) -> ServeListener.Response {
+        let authorization = request.headers.last { $0.name.lowercased() == "authorization" }?.value
+        guard let claims = authorizer.claims(authorization: authorization, now: services.clock.nowSeconds) else {
+            return ServeListener.message(401, "Unauthorized")
+        }
+        let metadata = claims["app_metadata"]?.stringValue.flatMap { try? JSONValue.parse(Array($0.utf8)) } ?? [:]
+        let body: JSONValue = ["userId": claims["sub"] ?? .null, "sessionId": claims["sid"] ?? .null, "appMetadata": metadata,
+                               "claims": .object(claims)]
+        return ServeListener.Response(status: 200, headers: [("content-type", "application/json")], body: body.serializedBytes())
     }
 
     func invoke(_ route: Route, _ request: ServeListener.Request, requestID: String, origin: String?, logger: Logger,
