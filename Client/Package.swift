@@ -12,6 +12,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "LambdaAuthClient"),
-        .testTarget(name: "LambdaAuthClientTests", dependencies: ["LambdaAuthClient"]),
+        // Tests only: the second process of the shared-file test (an app's extension).
+        .executableTarget(name: "client-peer", dependencies: ["LambdaAuthClient"]),
+        .testTarget(name: "LambdaAuthClientTests", dependencies: ["LambdaAuthClient", "client-peer"]),
     ]
 )

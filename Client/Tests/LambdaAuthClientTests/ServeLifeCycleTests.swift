@@ -17,6 +17,12 @@ import Testing
         var now: Date { lock.withLock { Date().addingTimeInterval(offset) } }
     }
 
+    /// The peer process, built beside the tests.
+    static var peerExecutable: String {
+        URL(fileURLWithPath: CommandLine.arguments.first { $0.hasSuffix(".xctest") } ?? CommandLine.arguments[0])
+            .deletingLastPathComponent().appendingPathComponent("client-peer").path
+    }
+
     static func client(_ server: LocalServer, storage: any SessionStorage = InMemorySessionStorage(), clock: Clock = Clock(),
                        retry: RetryPolicy = RetryPolicy(attempts: 2, baseDelay: 0.05, maximumDelay: 0.1)) -> AuthClient {
         AuthClient(baseURL: server.baseURL, storage: storage, retryPolicy: retry, now: { clock.now })
@@ -100,6 +106,17 @@ import Testing
             async let second = widget.refresh()
             _ = try await (first, second)
         }
+        // And an extension in a process of its own, refreshing while the app does.
+        let peer = Process()
+        peer.executableURL = URL(fileURLWithPath: Self.peerExecutable)
+        peer.arguments = [server.baseURL.absoluteString, directory + "/session.json", "10"]
+        let output = Pipe()
+        peer.standardOutput = output
+        try peer.run()
+        for _ in 0..<10 { try await app.refresh() }
+        peer.waitUntilExit()
+        let peerAnswer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(peer.terminationStatus == 0 && peerAnswer.hasPrefix("ok 10"), "\(peerAnswer)")
         #expect(server.events("refresh_reuse_detected") == 0 && server.events("refresh_failed") == 0, "\(server.log(tail: 1500))")
         let appSignedIn = await app.isSignedIn, widgetSignedIn = await widget.isSignedIn
         let bothSignedIn = appSignedIn && widgetSignedIn
