@@ -124,5 +124,11 @@ import Glibc
         }
         #expect(elapsed < 40, "bounded: \(elapsed) s")
         stop(serve.process)
+        // The server's side agrees: one request line (event and status) per request the clients
+        // counted, none a 5xx. Other lines (a reuse warning, the dev key's creation) carry no status.
+        let logged = String(decoding: (try? FileSystem.readFile(serve.log)) ?? [], as: UTF8.self).split(separator: "\n")
+            .compactMap { try? JSONValue.parse(Array($0.utf8)) }.filter { $0["event"] != nil && $0["status"] != nil }
+        #expect(logged.count == Int(counts["requests"]?.int64Value ?? -1), "\(logged.count) lines for \(counts)")
+        #expect(logged.allSatisfy { ($0["status"]?.int64Value ?? 500) < 500 }, "\(logged.filter { ($0["status"]?.int64Value ?? 500) >= 500 }.prefix(3))")
     }
 }
