@@ -311,6 +311,60 @@ import Glibc
         #expect(caught.exitCode != 0 && caught.stdoutText.contains("400"), "\(caught.stdoutText.suffix(2000))")
     }
 
+    /// schemathesis's stateful phase: sequences of calls that hand one answer's refresh token to
+    /// the next call (sign-in → refresh → refresh → sign-out), checked as the stateless phases
+    /// are. The committed document has no OpenAPI links, so the test runs on a copy that adds
+    /// them, and an example guest sign-in (on here) so that a sequence can start with a 200;
+    /// every schema stays the committed one. Bounded: 5 examples, 12 s.
+    @Test func schemathesisStatefulPhaseFollowsTheRefreshTokenAcrossCalls() throws {
+        let accessToken = try #require(try signIn(sub: "schemathesis-stateful")["tokens"]?["accessToken"]?.stringValue)
+        guard case .object(var document) = OpenAPIDocument.document, case .object(var paths)? = document["paths"] else {
+            Issue.record("the document's shape changed")
+            return
+        }
+        func link(_ path: String) -> JSONValue {
+            ["operationRef": .string("#/paths/~1" + path.dropFirst().split(separator: "/").joined(separator: "~1") + "/post"),
+             "requestBody": ["refreshToken": "$response.body#/tokens/refreshToken"]]
+        }
+        for path in ["/auth/signin", "/auth/refresh"] {
+            guard case .object(var item)? = paths[path], case .object(var post)? = item["post"], case .object(var responses)? = post["responses"],
+                  case .object(var ok)? = responses["200"] else {
+                Issue.record("\(path) has no 200")
+                return
+            }
+            ok["links"] = ["Refresh": link("/auth/refresh"), "SignOut": link("/auth/signout")]
+            responses["200"] = .object(ok)
+            post["responses"] = .object(responses)
+            if path == "/auth/signin", case .object(var body)? = post["requestBody"], case .object(var content)? = body["content"],
+               case .object(var media)? = content["application/json"] {
+                media["examples"] = ["guest": ["value": ["provider": "guest"]]]
+                content["application/json"] = .object(media)
+                body["content"] = .object(content)
+                post["requestBody"] = .object(body)
+            }
+            item["post"] = .object(post)
+            paths[path] = .object(item)
+        }
+        document["paths"] = .object(paths)
+        let linked = directory + "/linked.json"
+        try FileSystem.writeAtomically(linked, JSONValue.object(document).serializedBytes())
+        let script = #"cd "$1" && shift && exec python3 -m schemathesis.cli run "$@""#
+        let run = try ProcessRunner.run("/bin/sh", arguments: ["-c", script, "sh", directory, linked,
+                                                              "--url", "http://127.0.0.1:\(listener.port)", "--max-examples", "5",
+                                                              "--max-time", "12", "--phases", "stateful", "--no-color",
+                                                              "-H", "Authorization: Bearer " + accessToken, "--checks",
+                                                              "not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance"],
+                                        environment: Environment.current())
+        #expect(run.exitCode == 0, "\(run.stdoutText.suffix(4000)) \(run.stderrText.suffix(1000))")
+        // The links were followed, not merely declared: schemathesis reports "API Links: N covered / M selected".
+        let covered = run.stdoutText.split(separator: "\n").first { $0.contains("API Links:") }
+            .flatMap { line in line.split(separator: ":").last?.split(separator: " ").first.flatMap { Int($0) } }
+        #expect((covered ?? 0) >= 4, "links covered: \(run.stdoutText.suffix(1500))")
+        // Refreshes chained from earlier answers reached the handler (a fuzzed token alone never refreshes).
+        #expect(events.all.contains { $0["rawPath"] == "/auth/refresh" } && logLines.all.contains { $0.contains(#""event":"refresh""#) },
+                "no refresh succeeded")
+    }
+
     /// openapi-spec-validator (PyPI) accepts the committed document and refuses a broken copy,
     /// so its verdict can fail.
     @Test func openAPISpecValidatorAcceptsTheDocument() throws {
