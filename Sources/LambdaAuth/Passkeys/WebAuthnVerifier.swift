@@ -251,16 +251,21 @@ public struct WebAuthnVerifier: Sendable {
         return try? P256.Signing.PublicKey(derRepresentation: certificate[starts[0]..<starts[0] + total])
     }
 
-    /// §7.2 steps 10 to 23 once the credential is known: returns the new sign count and backup state.
+    /// What an unknown credential and a bad signature both answer: which one it was is not told.
+    public static let unknownOrBadSignature = invalid("the credential is unknown or its signature does not verify")
+
+    /// §7.2 steps 6 and 10 to 23. The checks that need no stored credential run first, for a known
+    /// and an unknown credential alike (nil: none is stored under the presented id).
     public func verifyAssertion(_ response: AuthenticationResponse, challenge: [UInt8],
-                                credential: StoredCredential) throws(AuthError) -> VerifiedAssertion {
-        // Step 6: a discoverable credential names its user; it must be the credential's.
-        guard let userHandle = response.userHandle else { throw Self.invalid("userHandle is missing") }
-        guard constantTimeEqual(userHandle, credential.userHandle) else { throw Self.invalid("userHandle is not the credential's user") }
+                                credential: StoredCredential?) throws(AuthError) -> VerifiedAssertion {
         try checkClientData(response.clientData, type: "webauthn.get", challenge: challenge)
         let authData = try AuthenticatorData(response.authenticatorData)
         try checkAuthenticatorData(authData)
         guard authData.attestedCredential == nil else { throw Self.invalid("an assertion's authenticatorData carries attested credential data") }
+        guard let credential else { throw Self.unknownOrBadSignature }
+        // Step 6: a discoverable credential names its user; it must be the credential's.
+        guard let userHandle = response.userHandle else { throw Self.invalid("userHandle is missing") }
+        guard constantTimeEqual(userHandle, credential.userHandle) else { throw Self.invalid("userHandle is not the credential's user") }
         // Step 18: a credential's backup eligibility never changes.
         guard authData.flags.contains(.backupEligible) == credential.backupEligible else {
             throw Self.invalid("backup eligibility (BE) differs from the registered passkey's")
@@ -270,7 +275,7 @@ public struct WebAuthnVerifier: Sendable {
             throw AuthError(.internal, "internal error", detail: "stored passkey key: \(error)")
         }
         let signed = response.authenticatorData + Array(SHA256.hash(data: response.clientDataJSON))
-        guard key.isValidSignature(response.signature, for: signed) else { throw Self.invalid("signature does not verify under the passkey's key") }
+        guard key.isValidSignature(response.signature, for: signed) else { throw Self.unknownOrBadSignature }
         // Step 22: a count that does not grow means a cloned authenticator, unless neither counts.
         if authData.signCount != 0 || credential.signCount != 0, authData.signCount <= credential.signCount {
             throw Self.invalid("signCount \(authData.signCount) is not above the stored \(credential.signCount)")

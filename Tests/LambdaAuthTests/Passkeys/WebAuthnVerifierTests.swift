@@ -123,7 +123,7 @@ import Testing
             (copy.assertion(challenge: Self.challenge, authenticatorData: authenticator.authenticatorData(attested: false, flags: 0b0001_1100)), "user presence (UP) is not set"),
             (copy.assertion(challenge: Self.challenge, authenticatorData: authenticator.authenticatorData(attested: false, flags: 0b0001_1001)), "user verification (UV) is not set and AUTH_PASSKEY_USER_VERIFICATION is required"),
             (copy.assertion(challenge: Self.challenge, authenticatorData: authenticator.authenticatorData(attested: false, flags: 0b0000_0101)), "backup eligibility (BE) differs from the registered passkey's"),
-            (copy.assertion(challenge: Self.challenge, corruptSignature: true), "signature does not verify under the passkey's key"),
+            (copy.assertion(challenge: Self.challenge, corruptSignature: true), "the credential is unknown or its signature does not verify"),
         ]
         for (json, message) in cases {
             #expect(Self.refusal { _ = try Self.assert(json, credential: credential) } == "PASSKEY_INVALID: \(message)")

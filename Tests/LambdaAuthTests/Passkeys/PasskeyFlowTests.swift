@@ -1,0 +1,206 @@
+import LambdaAuth
+import LambdaAuthTestSupport
+import Testing
+
+/// Contract section 15 in process, on both backends: register, list, sign in, delete, the limit,
+/// re-authentication, and every refusal leaving the store as it was.
+@Suite(.serialized) struct PasskeyFlowTests {
+    static let passkeysOn = ["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "https://example.com"]
+
+    struct Session {
+        var userID: String
+        var accessToken: String
+    }
+
+    static func code(_ body: () throws -> Any) -> String? {
+        do { _ = try body(); return nil } catch { return AuthError.from(error).code.rawValue }
+    }
+
+    static func googleSession(_ world: FlowWorld, subject: String) throws -> Session {
+        let body = try world.inProcess().signIn(idToken: world.googleToken(subject: subject, email: "\(subject)@example.com"))
+        return Session(userID: try #require(body["user"]?["id"]?.stringValue), accessToken: try #require(body["tokens"]?["accessToken"]?.stringValue))
+    }
+
+    static func passkey(_ world: FlowWorld, _ fields: [String: JSONValue]) throws -> JSONValue {
+        let flows = try world.inProcess()
+        do {
+            return try flows.handler(HandlerCatalogue.passkey).handle(InvocationRequest(kind: .direct, method: "POST", body: fields),
+                                                                      context: InvocationContext(requestID: "test", logger: .jsonLines(level: .error))).body
+        } catch { throw AuthError.from(error) }
+    }
+
+    static func challenge(_ options: JSONValue) throws -> [UInt8] {
+        try #require(options["publicKey"]?["challenge"]?.stringValue.flatMap(Base64.urlDecoded))
+    }
+
+    /// A new authenticator registered for `session`; its user handle is the one the options gave.
+    static func register(_ world: FlowWorld, _ session: Session, algorithm: COSEAlgorithm = .es256) throws -> (SoftPasskeyAuthenticator, String) {
+        let options = try passkey(world, ["action": "register-options", "accessToken": .string(session.accessToken)])
+        let handle = try #require(options["publicKey"]?["user"]?["id"]?.stringValue.flatMap(Base64.urlDecoded))
+        let authenticator = SoftPasskeyAuthenticator(algorithm: algorithm, userHandle: handle)
+        let body = try passkey(world, ["action": "register", "accessToken": .string(session.accessToken), "name": "Laptop",
+                                       "credential": authenticator.registration(challenge: try challenge(options))])
+        return (authenticator, try #require(body["passkey"]?["id"]?.stringValue))
+    }
+
+    static func signIn(_ world: FlowWorld, _ credential: JSONValue) throws -> JSONValue {
+        let flows = try world.inProcess()
+        do {
+            return try flows.handler(HandlerCatalogue.signin).handle(InvocationRequest(kind: .direct, method: "POST", body: ["provider": "passkey", "credential": credential]),
+                                                                     context: InvocationContext(requestID: "test", logger: .jsonLines(level: .error))).body
+        } catch { throw AuthError.from(error) }
+    }
+
+    static func loginChallenge(_ world: FlowWorld) throws -> [UInt8] {
+        try challenge(try passkey(world, ["action": "login-options"]))
+    }
+
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func registerListSignInAndDelete(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(Self.passkeysOn, backend: backend)
+        let session = try Self.googleSession(world, subject: "alice")
+        let options = try Self.passkey(world, ["action": "register-options", "accessToken": .string(session.accessToken)])
+        let publicKey = try #require(options["publicKey"])
+        #expect(publicKey["rp"]?["id"] == "example.com")
+        #expect(publicKey["authenticatorSelection"]?["residentKey"] == "required")
+        #expect(publicKey["pubKeyCredParams"]?.arrayValue?.compactMap { $0["alg"]?.int64Value } == [-7, -8, -257])
+        #expect(try Self.challenge(options).count == 32)
+        let handle = try #require(publicKey["user"]?["id"]?.stringValue)
+        #expect(handle != session.userID && !handle.contains(session.userID))
+        let again = try Self.passkey(world, ["action": "register-options", "accessToken": .string(session.accessToken)])
+        #expect(again["publicKey"]?["user"]?["id"]?.stringValue == handle, "one stable handle per user")
+
+        var (authenticator, passkeyID) = try Self.register(world, session, algorithm: .edDSA)
+        let listed = try Self.passkey(world, ["action": "list", "accessToken": .string(session.accessToken)])
+        #expect(listed["passkeys"]?.arrayValue?.map { $0["id"] } == [.string(passkeyID)])
+        #expect(listed["passkeys"]?.arrayValue?.first?["name"] == "Laptop")
+        let excluded = try Self.passkey(world, ["action": "register-options", "accessToken": .string(session.accessToken)])
+        #expect(excluded["publicKey"]?["excludeCredentials"]?.arrayValue?.first?["id"] == .string(Base64.urlEncoded(authenticator.credentialID)))
+
+        let signedIn = try Self.signIn(world, authenticator.assertion(challenge: try Self.loginChallenge(world)))
+        #expect(signedIn["user"]?["id"]?.stringValue == session.userID)
+        #expect(signedIn["isNewUser"] == false)
+        let providers = signedIn["user"]?["identities"]?.arrayValue?.compactMap { $0["provider"]?.stringValue }.sorted()
+        #expect(providers == ["google", "passkey"])
+        #expect(signedIn["tokens"]?["accessToken"]?.stringValue != nil)
+        let used = try Self.passkey(world, ["action": "list", "accessToken": .string(session.accessToken)])
+        #expect(used["passkeys"]?.arrayValue?.first?["lastUsedAt"]?.stringValue != nil)
+
+        #expect(Self.code { try Self.passkey(world, ["action": "delete", "accessToken": .string(session.accessToken), "passkeyId": "nope"]) } == "PASSKEY_NOT_FOUND")
+        #expect(try Self.passkey(world, ["action": "delete", "accessToken": .string(session.accessToken), "passkeyId": .string(passkeyID)]) == ["deleted": true])
+        #expect(try Self.passkey(world, ["action": "list", "accessToken": .string(session.accessToken)]) == ["passkeys": []])
+        #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: try Self.loginChallenge(world))) } == "PASSKEY_INVALID")
+        // The session the passkey opened lives on: deleting a passkey revokes nothing else.
+        let other = try #require(signedIn["tokens"]?["accessToken"]?.stringValue)
+        #expect(Self.code { try Self.passkey(world, ["action": "list", "accessToken": .string(other)]) } == nil)
+    }
+
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func refusedCeremoniesLeaveTheStoreAsItWas(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(Self.passkeysOn, backend: backend)
+        let session = try Self.googleSession(world, subject: "bob")
+        var (authenticator, _) = try Self.register(world, session)
+        authenticator.signCount = 10
+        _ = try Self.signIn(world, authenticator.assertion(challenge: try Self.loginChallenge(world), countIncrement: 0))
+        let challenge = try Self.loginChallenge(world)
+        let before = try world.allItems(at: 0)
+        var replay = authenticator
+        let refusals: [(String, JSONValue)] = [
+            ("wrong origin", replay.assertion(challenge: challenge, clientDataJSON: authenticator.clientDataJSON(type: "webauthn.get", challenge: challenge, origin: "https://evil.example"))),
+            ("wrong rpIdHash", replay.assertion(challenge: challenge, authenticatorData: authenticator.authenticatorData(attested: false, rpID: "evil.example"))),
+            ("wrong type", replay.assertion(challenge: challenge, clientDataJSON: authenticator.clientDataJSON(type: "webauthn.create", challenge: challenge))),
+            ("UV missing", replay.assertion(challenge: challenge, authenticatorData: authenticator.authenticatorData(attested: false, flags: 0b0001_1001))),
+            ("bad signature", replay.assertion(challenge: challenge, corruptSignature: true)),
+        ]
+        for (name, credential) in refusals {
+            #expect(Self.code { try Self.signIn(world, credential) } == "PASSKEY_INVALID", "\(name)")
+        }
+        var rolledBack = authenticator
+        rolledBack.signCount = 3
+        #expect(Self.code { try Self.signIn(world, rolledBack.assertion(challenge: challenge)) } == "PASSKEY_INVALID", "counter rollback")
+        var malformed = authenticator.assertion(challenge: challenge).objectValue!
+        var response = malformed["response"]!.objectValue!
+        response["authenticatorData"] = .string(Base64.urlEncoded(authenticator.authenticatorData(attested: false) + [0xA1]))
+        malformed["response"] = .object(response)
+        #expect(Self.code { try Self.signIn(world, .object(malformed)) } == "PASSKEY_INVALID", "malformed CBOR")
+        var stranger = SoftPasskeyAuthenticator(userHandle: authenticator.userHandle)
+        #expect(Self.code { try Self.signIn(world, stranger.assertion(challenge: challenge)) } == "PASSKEY_INVALID", "unknown credential")
+        #expect(try world.allItems(at: 0) == before, "no refusal wrote anything")
+
+        // The challenge survived every refusal; it serves one ceremony, then never again.
+        authenticator.signCount = 11
+        #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: challenge)) } == nil)
+        #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: challenge)) } == "CHALLENGE_EXPIRED")
+        let late = try Self.loginChallenge(world)
+        world.advanceClock(by: 301)
+        #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: late)) } == "CHALLENGE_EXPIRED")
+        #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: Array(repeating: 1, count: 32))) } == "CHALLENGE_EXPIRED")
+    }
+
+    @Test func racingUsesOfOneChallengeGiveOneSession() throws {
+        let world = FlowWorld(Self.passkeysOn)
+        let session = try Self.googleSession(world, subject: "racer")
+        let (authenticator, _) = try Self.register(world, session)
+        let challenge = try Self.loginChallenge(world)
+        let credentials: [JSONValue] = (1...4).map { index in
+            var copy = authenticator
+            copy.signCount = UInt32(index * 10)
+            return copy.assertion(challenge: challenge)
+        }
+        let outcomes = runSimultaneously(4) { index in Self.code { try Self.signIn(world, credentials[index]) } ?? "OK" }
+        #expect(outcomes.filter { $0 == "OK" }.count == 1, "\(outcomes)")
+        #expect(outcomes.allSatisfy { $0 == "OK" || $0 == "CHALLENGE_EXPIRED" || $0 == "PASSKEY_INVALID" }, "\(outcomes)")
+    }
+
+    @Test func registrationRulesAndTheLimitOfTen() throws {
+        let world = FlowWorld(Self.passkeysOn)
+        let session = try Self.googleSession(world, subject: "collector")
+        for _ in 1...10 { _ = try Self.register(world, session) }
+        #expect(Self.code { try Self.register(world, session) } == "PASSKEY_LIMIT_REACHED")
+
+        let other = try Self.googleSession(world, subject: "second")
+        let options = try Self.passkey(world, ["action": "register-options", "accessToken": .string(other.accessToken)])
+        let handle = try #require(options["publicKey"]?["user"]?["id"]?.stringValue.flatMap(Base64.urlDecoded))
+        let authenticator = SoftPasskeyAuthenticator(userHandle: handle)
+        let registration = authenticator.registration(challenge: try Self.challenge(options))
+        // Another user's registration challenge is not this caller's.
+        let third = try Self.googleSession(world, subject: "third")
+        #expect(Self.code { try Self.passkey(world, ["action": "register", "accessToken": .string(third.accessToken), "credential": registration]) } == "CHALLENGE_EXPIRED")
+        _ = try Self.passkey(world, ["action": "register", "accessToken": .string(other.accessToken), "credential": registration])
+        let next = try Self.passkey(world, ["action": "register-options", "accessToken": .string(other.accessToken)])
+        #expect(Self.code { try Self.passkey(world, ["action": "register", "accessToken": .string(other.accessToken),
+                                                     "credential": authenticator.registration(challenge: try Self.challenge(next))]) } == "PASSKEY_ALREADY_REGISTERED")
+    }
+
+    @Test func aPasskeyReauthenticatesADeletionAndIsTheLastIdentity() throws {
+        let world = FlowWorld(Self.passkeysOn)
+        let owner = try Self.googleSession(world, subject: "leaver")
+        var (authenticator, passkeyID) = try Self.register(world, owner)
+        let stranger = try Self.googleSession(world, subject: "stranger")
+        var (strangerKey, _) = try Self.register(world, stranger)
+        // Unlinking google leaves the passkey as the last identity.
+        _ = try world.inProcess().linkProvider(["accessToken": .string(owner.accessToken), "provider": "google", "action": "unlink"])
+        #expect(Self.code { try Self.passkey(world, ["action": "delete", "accessToken": .string(owner.accessToken), "passkeyId": .string(passkeyID)]) } == "LAST_IDENTITY")
+        world.advanceClock(by: 600)
+        let refreshed = try Self.signIn(world, authenticator.assertion(challenge: try Self.loginChallenge(world)))
+        let accessToken = try #require(refreshed["tokens"]?["accessToken"]?.stringValue)
+        world.advanceClock(by: 600)
+        #expect(Self.code { try world.inProcess().deleteAccount(["accessToken": .string(accessToken), "provider": "passkey",
+                                                                 "credential": strangerKey.assertion(challenge: try Self.loginChallenge(world))]) } == "REAUTHENTICATION_REQUIRED")
+        let deleted = try world.inProcess().deleteAccount(["accessToken": .string(accessToken), "provider": "passkey",
+                                                           "credential": authenticator.assertion(challenge: try Self.loginChallenge(world))])
+        #expect(deleted["deleted"] == true)
+        let left = try world.allItems(at: 0).filter { item in
+            let text = "\(item)"
+            return text.contains(owner.userID) || text.contains(passkeyID)
+        }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test func passkeysAreOffWithoutAnRPID() throws {
+        let world = FlowWorld()
+        #expect(Self.code { try Self.passkey(world, ["action": "login-options"]) } == "PROVIDER_NOT_CONFIGURED")
+        var authenticator = SoftPasskeyAuthenticator()
+        #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: [1])) } == "PROVIDER_NOT_CONFIGURED")
+    }
+}
