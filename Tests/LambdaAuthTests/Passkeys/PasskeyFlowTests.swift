@@ -137,6 +137,24 @@ import Testing
         #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: Array(repeating: 1, count: 32))) } == "CHALLENGE_EXPIRED")
     }
 
+    /// README, "Requests per flow": the credential's link, the user, one transaction; GSI1 never.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aPasskeySignInTakesThreeRequests(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(Self.passkeysOn, backend: backend)
+        let session = try Self.googleSession(world, subject: "counted")
+        var (authenticator, _) = try Self.register(world, session)
+        let credential = authenticator.assertion(challenge: try Self.loginChallenge(world))
+        let flows = try InProcessFlows(world, refusingQueriesOn: "GSI1")
+        let signin = try flows.handler(HandlerCatalogue.signin)
+        // A warm process: the local store's development keys are read once per process.
+        _ = try flows.signIn(idToken: world.googleToken(subject: "counted", email: "counted@example.com"))
+        _ = flows.table.takeOperations()
+        let answer = try signin.handle(InvocationRequest(kind: .direct, method: "POST", body: ["provider": "passkey", "credential": credential]),
+                                       context: InvocationContext(requestID: "test", logger: .jsonLines(level: .error))).body
+        #expect(answer["user"]?["id"]?.stringValue == session.userID)
+        #expect(flows.table.takeOperations() == ["GetItem", "Query", "TransactWriteItems"])
+    }
+
     @Test func racingUsesOfOneChallengeGiveOneSession() throws {
         let world = FlowWorld(Self.passkeysOn)
         let session = try Self.googleSession(world, subject: "racer")
