@@ -215,6 +215,62 @@ import Testing
         #expect(left.isEmpty, "\(left)")
     }
 
+    /// The hostile registrations: each refused with its code, every item as it was, and the
+    /// challenge still good for the honest registration that follows.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func refusedRegistrationsLeaveTheStoreAsItWas(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(Self.passkeysOn, backend: backend)
+        let session = try Self.googleSession(world, subject: "carol")
+        let options = try Self.passkey(world, ["action": "register-options", "accessToken": .string(session.accessToken)])
+        let challenge = try Self.challenge(options)
+        let handle = try #require(options["publicKey"]?["user"]?["id"]?.stringValue.flatMap(Base64.urlDecoded))
+        let authenticator = SoftPasskeyAuthenticator(userHandle: handle)
+        let authData = authenticator.authenticatorData(attested: true)
+        let object = TestCBOR.map([(.text("fmt"), .text("none")), (.text("attStmt"), .map([])), (.text("authData"), .bytes(authData))]).encoded
+        var es384 = authenticator.authenticatorData(attested: false)
+        es384[32] |= 0x40
+        es384 += [UInt8](repeating: 0, count: 16) + [0, UInt8(authenticator.credentialID.count)] + authenticator.credentialID
+        es384 += TestCBOR.map([(.int(1), .int(2)), (.int(3), .int(-35)), (.int(-1), .int(2)), (.int(-2), .bytes(Array(repeating: 1, count: 48))),
+                               (.int(-3), .bytes(Array(repeating: 1, count: 48)))]).encoded
+        let hostile: [(String, JSONValue)] = [
+            ("truncated CBOR", authenticator.registration(challenge: challenge, attestationObject: Array(object.dropLast(3)))),
+            ("over-long CBOR", authenticator.registration(challenge: challenge, attestationObject: object + [0x00])),
+            ("duplicate map keys", authenticator.registration(challenge: challenge, attestationObject: TestCBOR.map([
+                (.text("fmt"), .text("none")), (.text("fmt"), .text("none")), (.text("authData"), .bytes(authData))]).encoded)),
+            ("unsupported algorithm", authenticator.registration(challenge: challenge, authenticatorData: es384)),
+            ("credential id of 1,100 bytes", SoftPasskeyAuthenticator(userHandle: handle, credentialID: Array(repeating: 9, count: 1100))
+                .registration(challenge: challenge)),
+            ("wrong origin", authenticator.registration(challenge: challenge, clientDataJSON: authenticator.clientDataJSON(
+                type: "webauthn.create", challenge: challenge, origin: "https://evil.example"))),
+        ]
+        let before = try world.allItems(at: 0)
+        for (name, credential) in hostile {
+            #expect(Self.code { try Self.passkey(world, ["action": "register", "accessToken": .string(session.accessToken), "credential": credential]) }
+                    == "PASSKEY_INVALID", "\(name)")
+        }
+        #expect(try world.allItems(at: 0) == before, "no refusal wrote anything")
+        #expect(Self.code { try Self.passkey(world, ["action": "register", "accessToken": .string(session.accessToken),
+                                                     "credential": authenticator.registration(challenge: challenge)]) } == nil)
+    }
+
+    /// Registering is the link: an assertion presented to link-provider proves a passkey that is
+    /// linked already, to the caller (an idempotent 200) or to someone else; unlinking goes by id.
+    @Test func linkProviderWithAPasskey() throws {
+        let world = FlowWorld(Self.passkeysOn)
+        let owner = try Self.googleSession(world, subject: "linker")
+        var (authenticator, _) = try Self.register(world, owner)
+        let other = try Self.googleSession(world, subject: "other-linker")
+        let flows = try world.inProcess()
+        let linked = try flows.linkProvider(["accessToken": .string(owner.accessToken), "provider": "passkey",
+                                             "credential": authenticator.assertion(challenge: try Self.loginChallenge(world))])
+        #expect(linked["user"]?["identities"]?.arrayValue?.count == 2)
+        #expect(Self.code { try flows.linkProvider(["accessToken": .string(other.accessToken), "provider": "passkey",
+                                                    "credential": authenticator.assertion(challenge: try Self.loginChallenge(world))]) }
+                == "IDENTITY_LINKED_TO_OTHER_USER")
+        #expect(Self.code { try flows.linkProvider(["accessToken": .string(owner.accessToken), "provider": "passkey", "action": "unlink"]) }
+                == "INVALID_REQUEST")
+    }
+
     @Test func passkeysAreOffWithoutAnRPID() throws {
         let world = FlowWorld()
         #expect(Self.code { try Self.passkey(world, ["action": "login-options"]) } == "PROVIDER_NOT_CONFIGURED")
