@@ -1,3 +1,4 @@
+import Crypto
 import LambdaAuth
 import LambdaAuthTestSupport
 import LambdaAuthTooling
@@ -82,6 +83,36 @@ import Testing
             }
         }
         return cases
+    }
+
+    /// Packed attestation with an x5c leaf made by `cryptography` (Tests/Scripts/attestation_certificate.py):
+    /// signed by the leaf's key, both accept; signed by the credential key instead, both refuse.
+    @Test func packedX5CIsCheckedAgainstTheLeafKey() throws {
+        let python = TestSupport.packageRoot + "/.build/webauthn-peers/bin/python"
+        let made = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/attestation_certificate.py"],
+                                         environment: Environment.current())
+        let output = try #require(made.exitCode == 0 ? made.json : nil, "attestation_certificate.py: \(made.stderrText)")
+        let certificate = try #require(output["certificate"]?.stringValue.flatMap(Base64.urlDecoded))
+        let leafKey = try P256.Signing.PrivateKey(derRepresentation: try #require(output["privateKey"]?.stringValue.flatMap(Base64.urlDecoded)))
+        var authenticator = SoftPasskeyAuthenticator(userHandle: [1])
+        authenticator.flags = 0b0000_0101
+        let authData = authenticator.authenticatorData(attested: true)
+        let clientData = authenticator.clientDataJSON(type: "webauthn.create", challenge: Self.challenge)
+        let signed = authData + Array(SHA256.hash(data: clientData))
+        func credential(signature: [UInt8], chain: [[UInt8]]) -> JSONValue {
+            let statement = TestCBOR.map([(.text("alg"), .int(-7)), (.text("sig"), .bytes(signature)), (.text("x5c"), .array(chain.map(TestCBOR.bytes)))])
+            let object = TestCBOR.map([(.text("fmt"), .text("packed")), (.text("attStmt"), statement), (.text("authData"), .bytes(authData))]).encoded
+            return authenticator.registration(challenge: Self.challenge, clientDataJSON: clientData, authenticatorData: authData, attestationObject: object)
+        }
+        let byLeaf = Array(try leafKey.signature(for: SHA256.hash(data: signed)).derRepresentation)
+        let cases = [Self.registrationCase("x5c signed by the leaf", credential(signature: byLeaf, chain: [certificate]), expected: true),
+                     Self.registrationCase("x5c signed by the credential key", credential(signature: authenticator.sign(signed), chain: [certificate]), expected: false),
+                     Self.registrationCase("x5c without a key", credential(signature: byLeaf, chain: [Array(certificate.prefix(40))]), expected: false)]
+        let verdicts = try Self.fido2Verdicts(cases.map(\.peerCase))
+        for (item, verdict) in zip(cases, verdicts) {
+            #expect(item.ours == item.expected, "\(item.name): ours \(item.ours ? "accepts" : "refuses")")
+            #expect((verdict == "accept") == item.expected, "\(item.name): fido2 \(verdict)")
+        }
     }
 
     @Test func fido2AndWeDecideTheMatrixAlikeAndRight() throws {
