@@ -27,18 +27,18 @@ struct PasskeyFlow: Sendable {
 
     static let algorithms: [JSONValue] = COSEAlgorithm.allCases.map { ["type": "public-key", "alg": .number($0.rawValue)] }
 
-    func newChallenge(purpose: PasskeyStore.Purpose, userID: String?) throws(AuthError) -> [UInt8] {
+    func newChallenge(purpose: PasskeyStore.Purpose, userID: String?, handle: [UInt8]? = nil) throws(AuthError) -> [UInt8] {
         let challenge = random.bytes(32)
-        try passkeys.putChallenge(challenge, purpose: purpose, userID: userID, now: clock.nowSeconds)
+        try passkeys.putChallenge(challenge, purpose: purpose, userID: userID, handle: handle, now: clock.nowSeconds)
         return challenge
     }
 
     /// PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3 §5.4).
     func registrationOptions(for caller: Caller) throws(AuthError) -> JSONValue {
         let settings = try verifier().settings
-        let handle = try passkeys.userHandle(of: caller.userID, random: random)
+        let handle = try passkeys.userHandle(of: caller.userID, random: random, expiresAt: caller.user.profile.guestExpiresAt)
         let existing = try passkeys.passkeys(of: caller.userID)
-        let challenge = try newChallenge(purpose: .register, userID: caller.userID)
+        let challenge = try newChallenge(purpose: .register, userID: caller.userID, handle: handle)
         let profile = caller.user.profile
         // user.name and displayName are what the authenticator shows; the handle is what it keeps.
         let label = profile.email ?? profile.displayName ?? "account"
@@ -78,18 +78,40 @@ struct PasskeyFlow: Sendable {
         let response = try RegistrationResponse(credential)
         let challenge = response.clientData.challenge
         let registration = try verifier.verifyRegistration(response, challenge: challenge)
-        let handle = try passkeys.userHandle(of: caller.userID, random: random)
+        // The handle the options gave the authenticator: the challenge was issued with it, and its
+        // consumption is conditional on it (a guest's handle could have expired meanwhile). No
+        // handle: no options were asked for, so no challenge of this user can be valid.
+        guard let handle = try passkeys.existingUserHandle(of: caller.userID) else { throw PasskeyStore.challengeExpired }
         return try callerCheck.retrying("passkey registration", for: caller, with: retry) { (user: UserView) throws(AuthError) -> JSONValue? in
-            // A guest becomes a full user by link-provider; a passkey does not upgrade it.
-            guard !user.profile.isGuest else { throw AuthError(.invalidRequest, "a guest links a provider before registering a passkey") }
             guard user.identities.filter({ $0.provider == .passkey }).count < PasskeyStore.maximumPasskeysPerUser else {
                 throw AuthError(.passkeyLimitReached, "a user has at most \(PasskeyStore.maximumPasskeysPerUser) passkeys; delete one first")
             }
             let now = clock.nowSeconds
-            let (outcome, identity) = try passkeys.register(registration, challenge: challenge, name: name, handle: handle, user: user,
-                                                           callerSessionID: caller.sessionID, store: store, now: now)
+            let identity = LinkedIdentity(provider: .passkey, subject: PasskeyStore.passkeyID(credentialID: registration.credentialID),
+                                          email: nil, linkedAt: now)
+            let profile: TransactWriteAction
+            if user.profile.isGuest {
+                // A guest's first identity makes it a full user, as link-provider's does.
+                var upgraded = user.profile
+                upgraded.isGuest = false
+                upgraded.guestExpiresAt = nil
+                upgraded.identityCount = 1
+                upgraded.updatedAt = now
+                upgraded.version += 1
+                profile = .put(upgraded.item, condition: "attribute_exists(activeSessions.#sid) AND #version = :read",
+                               attributes: ExpressionAttributes(names: ["#sid": caller.sessionID, "#version": "version"],
+                                                                values: [":read": .n(user.profile.version)]))
+            } else {
+                profile = store.identityCountChange(user, by: 1, callerSessionID: caller.sessionID, now: now)
+            }
+            let outcome = try passkeys.register(registration, identity: identity, challenge: challenge, name: name, handle: handle,
+                                                userID: caller.userID, profile: profile, upgradingGuest: user.profile.isGuest, now: now)
             switch outcome {
             case .registered:
+                if user.profile.isGuest {
+                    logger.info("guest upgraded to a full user", metadata: ["userId": .string(caller.userID), "provider": "passkey"])
+                    store.dropGuestExpiry(of: caller.userID, now: now)
+                }
                 logger.info("registered a passkey", metadata: ["userId": .string(caller.userID), "passkeyId": .string(identity.subject)])
                 return ["passkey": ["id": .string(identity.subject), "name": .string(name), "createdAt": .string(Timestamps.format(now)),
                                     "lastUsedAt": nil]]

@@ -26,36 +26,50 @@ struct PasskeyStore: Sendable {
     /// A credential id can be 1023 bytes; its SHA-256 keeps keys and subjects short and fixed.
     static func passkeyID(credentialID: [UInt8]) -> String { Base64.urlEncoded(SHA256.hash(data: credentialID)) }
 
-    func putChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, now: Int64) throws(AuthError) {
+    /// `handle`: for a registration, the user handle its options gave the authenticator.
+    func putChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, handle: [UInt8]? = nil, now: Int64) throws(AuthError) {
         var item = Self.challengeKey(challenge).item
         item["purpose"] = .s(purpose.rawValue)
         if let userID { item["userId"] = .s(userID) }
+        if let handle { item["handle"] = .s(Base64.urlEncoded(handle)) }
         item["expiresAt"] = .n(now + Self.challengeLifetime)
         item["ttl"] = .n(now + Self.challengeLifetime)
         do { try table.putItem(item, condition: "attribute_not_exists(PK)", attributes: .init()) } catch { throw error.authError }
     }
 
     /// Deletes the challenge if it is unused, unexpired, of this purpose and (registration) this
-    /// user's: the first action of the transaction that registers or opens the session, whose
-    /// failure is CHALLENGE_EXPIRED.
-    static func consumeChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, now: Int64) -> TransactWriteAction {
+    /// user's, issued with the handle being stored: the first action of the transaction that
+    /// registers or opens the session, whose failure is CHALLENGE_EXPIRED.
+    static func consumeChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, handle: [UInt8]? = nil,
+                                 now: Int64) -> TransactWriteAction {
         var condition = "attribute_exists(PK) AND purpose = :purpose AND expiresAt > :now"
         var values: [String: AttributeValue] = [":purpose": .s(purpose.rawValue), ":now": .n(now)]
         if let userID {
             condition += " AND userId = :user"
             values[":user"] = .s(userID)
         }
+        if let handle {
+            condition += " AND handle = :handle"
+            values[":handle"] = .s(Base64.urlEncoded(handle))
+        }
         return .delete(key: challengeKey(challenge), condition: condition, attributes: ExpressionAttributes(values: values))
     }
 
     static let challengeExpired = AuthError(.challengeExpired, "the challenge is unknown, used or expired; ask for new options")
 
-    /// The user's handle, created on first use: 32 random bytes, never derived from the user id.
-    func userHandle(of userID: String, random: any RandomSource) throws(AuthError) -> [UInt8] {
-        if let stored = try table.read(Self.handleKey(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded) { return stored }
-        var item = Self.handleKey(userID).item
-        let handle = random.bytes(32)
+    static func handleItem(_ userID: String, handle: [UInt8]) -> Item {
+        var item = handleKey(userID).item
         item["handle"] = .s(Base64.urlEncoded(handle))
+        return item
+    }
+
+    /// The user's handle, created on first use: 32 random bytes, never derived from the user id.
+    /// A guest's vanishes with the guest (`expiresAt`: its `ttl`) unless a passkey upgrades it.
+    func userHandle(of userID: String, random: any RandomSource, expiresAt: Int64? = nil) throws(AuthError) -> [UInt8] {
+        if let stored = try existingUserHandle(of: userID) { return stored }
+        let handle = random.bytes(32)
+        var item = Self.handleItem(userID, handle: handle)
+        if let expiresAt { item["ttl"] = .n(expiresAt) }
         do {
             try table.putItem(item, condition: "attribute_not_exists(PK)", attributes: .init())
             return handle
@@ -68,6 +82,12 @@ struct PasskeyStore: Sendable {
         } catch {
             throw error.authError
         }
+    }
+
+    /// The handle if the user has one; never creates one (a registration must write nothing
+    /// before its transaction).
+    func existingUserHandle(of userID: String) throws(AuthError) -> [UInt8]? {
+        try table.read(Self.handleKey(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded)
     }
 
     /// A stored passkey as a sign-in finds it by credential id.
@@ -145,13 +165,11 @@ struct PasskeyStore: Sendable {
         case userChanged
     }
 
-    /// One transaction: the challenge consumed, both sides of the link, the profile's identity
-    /// count and version (so a concurrent registration re-reads and the limit of 10 holds).
-    func register(_ registration: VerifiedRegistration, challenge: [UInt8], name: String, handle: [UInt8], user: UserView,
-                  callerSessionID: String, store: AccountStore, now: Int64) throws(AuthError) -> (RegistrationOutcome, LinkedIdentity) {
-        let userID = user.profile.userID
-        let passkeyID = Self.passkeyID(credentialID: registration.credentialID)
-        let identity = LinkedIdentity(provider: .passkey, subject: passkeyID, email: nil, linkedAt: now)
+    /// One transaction: the challenge consumed, both sides of the link, and `profile`: the identity
+    /// count and version (so a concurrent registration re-reads and the limit of 10 holds), or a
+    /// guest's whole profile as a full user's, whose handle then loses its `ttl` too.
+    func register(_ registration: VerifiedRegistration, identity: LinkedIdentity, challenge: [UInt8], name: String, handle: [UInt8],
+                  userID: String, profile: TransactWriteAction, upgradingGuest: Bool, now: Int64) throws(AuthError) -> RegistrationOutcome {
         var link = identity.linkItem(userID: userID)
         link["credentialId"] = .s(Base64.urlEncoded(registration.credentialID))
         link["publicKey"] = .s(Base64.urlEncoded(registration.publicKeyBytes))
@@ -167,14 +185,15 @@ struct PasskeyStore: Sendable {
         userSide["transports"] = .l(registration.transports.map(AttributeValue.s))
         userSide["attestationFormat"] = .s(registration.attestationFormat)
         var plan = TransactionPlan<RegistrationStep>()
-        plan.add(.challenge, Self.consumeChallenge(challenge, purpose: .register, userID: userID, now: now))
+        plan.add(.challenge, Self.consumeChallenge(challenge, purpose: .register, userID: userID, handle: handle, now: now))
         plan.add(.link, .put(link, condition: "attribute_not_exists(PK)"))
         plan.add(.userSide, .put(userSide, condition: "attribute_not_exists(PK)"))
-        plan.add(.profile, store.identityCountChange(user, by: 1, callerSessionID: callerSessionID, now: now))
-        guard let cancellation = try table.run(plan) else { return (.registered, identity) }
-        if cancellation.failed(.challenge) { return (.challengeExpired, identity) }
-        if cancellation.failed(.link) || cancellation.failed(.userSide) { return (.alreadyRegistered, identity) }
-        if cancellation.failed(.profile) { return (.userChanged, identity) }
+        plan.add(.profile, profile)
+        if upgradingGuest { plan.add([.put(Self.handleItem(userID, handle: handle))]) }
+        guard let cancellation = try table.run(plan) else { return .registered }
+        if cancellation.failed(.challenge) { return .challengeExpired }
+        if cancellation.failed(.link) || cancellation.failed(.userSide) { return .alreadyRegistered }
+        if cancellation.failed(.profile) { return .userChanged }
         throw AuthError(.internal, "internal error", detail: "passkey registration cancelled: \(cancellation.codes)")
     }
 }

@@ -271,6 +271,39 @@ import Testing
                 == "INVALID_REQUEST")
     }
 
+    /// A guest's first passkey makes it a full user (same id, no `ttl` left on its profile or
+    /// handle), as a first link does; then the passkey signs that user in.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aGuestsFirstPasskeyUpgradesIt(backend: FlowWorld.Backend) throws {
+        var environment = Self.passkeysOn
+        environment["AUTH_GUEST"] = "on"
+        let world = try FlowWorld(environment, backend: backend)
+        let guest = try world.inProcess().handler(HandlerCatalogue.signin).handle(InvocationRequest(kind: .direct, method: "POST", body: ["provider": "guest"]),
+                                                                                 context: InvocationContext(requestID: "test", logger: .jsonLines(level: .error))).body
+        let session = Session(userID: try #require(guest["user"]?["id"]?.stringValue), accessToken: try #require(guest["tokens"]?["accessToken"]?.stringValue))
+        #expect(guest["user"]?["isGuest"] == true)
+        var (authenticator, passkeyID) = try Self.register(world, session)
+        let signedIn = try Self.signIn(world, authenticator.assertion(challenge: try Self.loginChallenge(world)))
+        #expect(signedIn["user"]?["id"]?.stringValue == session.userID)
+        #expect(signedIn["user"]?["isGuest"] != true)
+        #expect(signedIn["user"]?["identities"]?.arrayValue?.map { $0["subject"] } == [.string(passkeyID)])
+        let kept = try world.allItems(at: 0).filter {
+            $0["PK"]?.stringValue == "USER#\(session.userID)" && ["PROFILE", "WEBAUTHN#HANDLE"].contains($0["SK"]?.stringValue ?? "")
+        }
+        #expect(kept.count == 2 && kept.allSatisfy { $0["ttl"] == nil }, "\(kept)")
+    }
+
+    /// A registration without options ever asked for writes nothing, not even the user's handle.
+    @Test func aRegistrationWithoutOptionsWritesNothing() throws {
+        let world = FlowWorld(Self.passkeysOn)
+        let session = try Self.googleSession(world, subject: "eager")
+        let before = try world.allItems(at: 0)
+        let credential = SoftPasskeyAuthenticator().registration(challenge: Array(repeating: 3, count: 32))
+        #expect(Self.code { try Self.passkey(world, ["action": "register", "accessToken": .string(session.accessToken), "credential": credential]) }
+                == "CHALLENGE_EXPIRED")
+        #expect(try world.allItems(at: 0) == before)
+    }
+
     @Test func passkeysAreOffWithoutAnRPID() throws {
         let world = FlowWorld()
         #expect(Self.code { try Self.passkey(world, ["action": "login-options"]) } == "PROVIDER_NOT_CONFIGURED")
