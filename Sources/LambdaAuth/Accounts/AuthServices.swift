@@ -97,7 +97,7 @@ public final class AuthServices: Sendable {
 
     var passkeys: PasskeyFlow {
         PasskeyFlow(settings: configuration.passkeys, passkeys: PasskeyStore(table: table), store: store, callerCheck: callerCheck,
-                    signIn: signIn, clock: clock, random: random, retry: retry)
+                    signIn: signIn, clock: clock, random: random, retry: retry, limiter: TableRateLimiter(table: table))
     }
 
     var linkProvider: LinkProviderFlow {

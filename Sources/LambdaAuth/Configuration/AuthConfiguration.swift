@@ -289,7 +289,7 @@ extension AuthConfiguration {
     /// Contract section 15. The RP ID is a host name (WebAuthn Level 3 §5.1.6: a registrable
     /// domain suffix of the origins' hosts, never a URL); origins default to `https://` + the RP ID.
     static func passkeySettings(_ reader: EnvironmentReader) throws(AuthError) -> PasskeySettings? {
-        let variables = ["AUTH_PASSKEY_RP_NAME", "AUTH_PASSKEY_ORIGINS", "AUTH_PASSKEY_USER_VERIFICATION"]
+        let variables = ["AUTH_PASSKEY_RP_NAME", "AUTH_PASSKEY_ORIGINS", "AUTH_PASSKEY_USER_VERIFICATION", "AUTH_PASSKEY_OPTIONS_RATE"]
         guard let rpID = reader.string("AUTH_PASSKEY_RP_ID") else {
             if let stray = variables.first(where: { reader.string($0) != nil }) {
                 throw configError(stray, "needs AUTH_PASSKEY_RP_ID (passkeys are off without it)")
@@ -314,8 +314,9 @@ extension AuthConfiguration {
         }
         let name = reader.string("AUTH_PASSKEY_RP_NAME") ?? rpID
         guard name.utf8.count <= 64 else { throw configError("AUTH_PASSKEY_RP_NAME", "must be at most 64 bytes") }
+        let rate = Int(try reader.integer("AUTH_PASSKEY_OPTIONS_RATE", in: 1...1_000_000) ?? 1000)
         return PasskeySettings(relyingPartyID: rpID, relyingPartyName: name, origins: origins.isEmpty ? ["https://\(rpID)"] : origins,
-                               userVerificationRequired: verification)
+                               userVerificationRequired: verification, loginOptionsPerSourceIP: rate)
     }
 }
 

@@ -9,7 +9,7 @@ public struct PasskeyHandler: RequestHandler {
         let action = try body.requiredString("action", maximumBytes: 32)
         // Off is off for every action, before any caller check.
         _ = try flow.verifier()
-        if action == "login-options" { return InvocationResponse(body: try flow.loginOptions()) }
+        if action == "login-options" { return InvocationResponse(body: try flow.loginOptions(origin: request.origin, logger: context.logger)) }
         guard ["register-options", "register", "list", "delete"].contains(action) else {
             throw AuthError(.invalidRequest, "action must be register-options, register, list, delete or login-options")
         }

@@ -15,6 +15,7 @@ struct PasskeyFlow: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let retry: OptimisticRetry
+    let limiter: any RateLimiting
 
     func verifier() throws(AuthError) -> WebAuthnVerifier {
         guard let settings else { throw AuthError(.providerNotConfigured, "passkeys are off: AUTH_PASSKEY_RP_ID is not set") }
@@ -60,9 +61,18 @@ struct PasskeyFlow: Sendable {
         ]]
     }
 
-    /// PublicKeyCredentialRequestOptionsJSON for a discoverable credential (no caller).
-    func loginOptions() throws(AuthError) -> JSONValue {
+    /// PublicKeyCredentialRequestOptionsJSON for a discoverable credential. No caller: each
+    /// writes a challenge item for anyone who asks, so HTTP requests are limited per source IP.
+    func loginOptions(origin: RequestOrigin, logger: Logger) throws(AuthError) -> JSONValue {
         let settings = try verifier().settings
+        if let sourceKey = try origin.rateLimitKey() {
+            do {
+                try limiter.consume(.passkeyOptionsPerIP, key: sourceKey, limit: RateLimit(settings.loginOptionsPerSourceIP), now: clock.nowSeconds)
+            } catch where error.code == .rateLimited {
+                logger.warning("passkey login-options refused: rate limit", metadata: ["sourceIp": .string(sourceKey)])
+                throw error
+            }
+        }
         let challenge = try newChallenge(purpose: .authenticate, userID: nil)
         return ["publicKey": [
             "challenge": .string(Base64.urlEncoded(challenge)), "timeout": .number(PasskeyStore.challengeLifetime * 1000),

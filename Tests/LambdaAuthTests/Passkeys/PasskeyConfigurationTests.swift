@@ -23,6 +23,7 @@ import Testing
         #expect(configured?.origins == ["https://example.com", "https://app.example.com:8443", "android:apk-key-hash:abc"])
         #expect(configured?.userVerificationRequired == false)
         #expect(configured?.relyingPartyName == "Example")
+        #expect(configured?.loginOptionsPerSourceIP == 1000)
     }
 
     @Test func invalidValuesNameTheirVariable() {
@@ -33,6 +34,7 @@ import Testing
             (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "https://example.com/"], "AUTH_PASSKEY_ORIGINS"),
             (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_USER_VERIFICATION": "discouraged"], "AUTH_PASSKEY_USER_VERIFICATION"),
             (["AUTH_PASSKEY_ORIGINS": "https://example.com"], "AUTH_PASSKEY_ORIGINS"),
+            (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_OPTIONS_RATE": "0"], "AUTH_PASSKEY_OPTIONS_RATE"),
         ]
         for (environment, variable) in cases {
             #expect(Self.refusal(environment)?.contains(variable) == true, "\(environment): \(Self.refusal(environment) ?? "accepted")")

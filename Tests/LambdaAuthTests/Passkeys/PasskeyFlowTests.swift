@@ -304,6 +304,23 @@ import Testing
         #expect(try world.allItems(at: 0) == before)
     }
 
+    /// login-options writes a challenge for anyone: over HTTP, AUTH_PASSKEY_OPTIONS_RATE per source IP.
+    @Test func loginOptionsAreLimitedPerSourceIP() throws {
+        var environment = Self.passkeysOn
+        environment["AUTH_PASSKEY_OPTIONS_RATE"] = "3"
+        let world = FlowWorld(environment)
+        let handler = try world.inProcess().handler(HandlerCatalogue.passkey)
+        func options(from sourceIP: String?) -> String? {
+            let request = InvocationRequest(kind: sourceIP == nil ? .direct : .httpAPIv2, method: "POST", body: ["action": "login-options"], sourceIP: sourceIP)
+            return Self.code { try handler.handle(request, context: InvocationContext(requestID: "test", logger: .jsonLines(level: .error))) }
+        }
+        #expect((1...3).map { _ in options(from: "203.0.113.7") } == [nil, nil, nil])
+        #expect(options(from: "203.0.113.7") == "RATE_LIMITED")
+        #expect(options(from: "203.0.113.8") == nil)
+        #expect((1...5).map { _ in options(from: nil) } == [nil, nil, nil, nil, nil], "direct invocations are not limited")
+        #expect(options(from: "not an address") == "INVALID_REQUEST")
+    }
+
     @Test func passkeysAreOffWithoutAnRPID() throws {
         let world = FlowWorld()
         #expect(Self.code { try Self.passkey(world, ["action": "login-options"]) } == "PROVIDER_NOT_CONFIGURED")
