@@ -1,5 +1,6 @@
 import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Testing
 
 /// Contract section 15 in process, on both backends: register, list, sign in, delete, the limit,

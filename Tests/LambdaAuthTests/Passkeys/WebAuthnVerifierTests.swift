@@ -1,6 +1,7 @@
 import Crypto
 import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Testing
 
 /// Each check of W3C WebAuthn Level 3 §7.1 and §7.2 made to fail alone with a software

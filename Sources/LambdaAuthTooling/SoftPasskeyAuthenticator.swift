@@ -3,7 +3,8 @@ import Crypto
 import CryptoExtras
 import LambdaAuth
 
-/// A minimal CBOR encoder for building authenticator outputs in tests (the product only decodes).
+/// A minimal CBOR encoder for building authenticator outputs in the tests and the demo (the
+/// product only decodes).
 public indirect enum TestCBOR {
     case int(Int64)
     case bytes([UInt8])
@@ -32,8 +33,9 @@ public indirect enum TestCBOR {
     }
 }
 
-/// A software authenticator for in-process tests: a credential of each algorithm, with flags,
-/// counters and every field under the test's control, so that each check can be made to fail alone.
+/// A software authenticator for the tests and `authctl demo`: a credential of each algorithm, with
+/// flags, counters and every field under the caller's control, so that each check can be made to
+/// fail alone.
 public struct SoftPasskeyAuthenticator {
     public enum Key {
         case p256(P256.Signing.PrivateKey)
