@@ -21,7 +21,7 @@ DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin
 EVENT ?=
 
-.PHONY: build test replay-moto demo bench invoke clean package package-check lint-infra
+.PHONY: build test replay-moto demo serve bench invoke clean package package-check lint-infra
 
 # Named products only: a bare `swift build` would also link swift-argument-parser's plugin tools,
 # which do not link CGlibcCompat and so cannot take the --wrap=hypotf flag.
@@ -32,10 +32,13 @@ SMOKE := ../shared/conformance/smoke.py
 
 # Each installs what it lacks first (Tests/Scripts/prerequisites.sh says what it did). The test
 # build runs with libcurl's and OpenSSL's development headers hidden, proving neither is needed.
+# The app's client library (Client/, a package of its own) is tested against this build's
+# `authctl serve`.
 test:
 	Tests/Scripts/prerequisites.sh test
 	Tests/Scripts/without-dev-headers.sh $(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	LAMBDA_AUTH_BIN=$(DEBUG_BIN) $(SWIFT) test --package-path Client
 	$(DEBUG_BIN)/authctl replay Events/scenarios/*.json
 	$(MAKE) replay-moto
 	@if [ -f $(SMOKE) ]; then ACC_BINDIR=$(DEBUG_BIN) python3 $(SMOKE); \
@@ -75,6 +78,13 @@ demo:
 	Tests/Scripts/prerequisites.sh demo
 	$(MAKE) build
 	$(BIN)/authctl demo
+	@echo "next: make serve, then curl -s -X POST http://127.0.0.1:8787/dev/idp/google/token -d '{\"sub\": \"123\"}' (README, \"Local development\")"
+
+# The HTTP API on 127.0.0.1:8787 (README, "Local development"); HOST=0.0.0.0 to reach it from a device.
+serve:
+	Tests/Scripts/prerequisites.sh demo
+	$(SWIFT) build $(RELEASE_FLAGS) --product authctl
+	$(BIN)/authctl serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 # After package, so that the zip sizes are measured too; the bench runs the release handlers and
 # finds them beside authctl, and moto_server for the production-backend rows.

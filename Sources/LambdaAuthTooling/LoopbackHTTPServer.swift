@@ -199,14 +199,14 @@ public final class LoopbackHTTPServer: Sendable {
                 setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 for (index, segment) in segments.enumerated() {
                     if index > 0 && response.segmentGapSeconds > 0 { usleep(UInt32(response.segmentGapSeconds * 1_000_000)) }
-                    guard sendAll(connection, segment) else { return }
+                    guard SocketIO.sendAll(connection, segment) else { return }
                 }
                 return
             }
             var head = "HTTP/1.1 \(response.status) \(LoopbackHTTPServer.reason(response.status))\r\n"
             for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
             head += "Content-Length: \(response.body.count)\r\n\r\n"
-            guard sendAll(connection, Array(head.utf8) + response.body) else { return }
+            guard SocketIO.sendAll(connection, Array(head.utf8) + response.body) else { return }
             if request.headers["connection"]?.lowercased() == "close" { return }
         }
     }
@@ -219,7 +219,7 @@ public final class LoopbackHTTPServer: Sendable {
                 headerEnd = found
                 break
             }
-            guard receive(connection, into: &buffer) else { return nil }
+            guard SocketIO.receive(connection, into: &buffer) else { return nil }
         }
         let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
         var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
@@ -233,33 +233,11 @@ public final class LoopbackHTTPServer: Sendable {
         let length = Int(headers["content-length"] ?? "0") ?? 0
         let bodyStart = headerEnd! + 4
         while buffer.count < bodyStart + length {
-            guard receive(connection, into: &buffer) else { return nil }
+            guard SocketIO.receive(connection, into: &buffer) else { return nil }
         }
         let body = Array(buffer[bodyStart..<bodyStart + length])
         buffer.removeFirst(bodyStart + length)
         return Request(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
-    }
-
-    private func receive(_ connection: Int32, into buffer: inout [UInt8]) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return false }
-            buffer.append(contentsOf: chunk[0..<count])
-            return true
-        }
-    }
-
-    private func sendAll(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { send(connection, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if sent < 0, errno == EINTR { continue }
-            guard sent > 0 else { return false }
-            offset += sent
-        }
-        return true
     }
 
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {

@@ -13,7 +13,9 @@ enum AWSBench {
         let moto: MotoServer
         let proxy: DynamoDBProxy
         let dynamoTable: DynamoDBTable
+        let okta: BenchOIDCIssuer
         do {
+            okta = try BenchOIDCIssuer()
             moto = try MotoServer.shared()
             dynamoTable = try moto.makeTable(prefix: "bench")
             proxy = try DynamoDBProxy(forwardingTo: moto.endpoint)
@@ -21,11 +23,19 @@ enum AWSBench {
             table.add("aws", "moto_server", "not measured: \(error)")
             return
         }
-        defer { proxy.stop() }
+        defer {
+            proxy.stop()
+            okta.server.stop()
+        }
         let local = FlowBench.makeWorld()
         defer { FileSystem.removeTree(local.directory) }
-        let aws = FlowBench.makeWorld(moto.productionEnvironment(table: dynamoTable.tableName))
+        // moto's production environment brings its own AUTH_SIGNING_KEY, and the bench's world names
+        // its key in AUTH_SIGNING_KEYS: two key variables would make every request a CONFIG_ERROR.
+        var production = moto.productionEnvironment(table: dynamoTable.tableName)
+        production["AUTH_SIGNING_KEY"] = nil
+        let aws = FlowBench.makeWorld(production)
         defer { FileSystem.removeTree(aws.directory) }
+        okta.publish(aws.identityProvider)
 
         let localTimes = FlowBench.measure(local)
         let awsTimes = FlowBench.measure(aws)
@@ -37,6 +47,7 @@ enum AWSBench {
         // The same world seen through the counting proxy: every request a whole process makes.
         var counted = aws.environment
         counted["AUTH_DYNAMODB_ENDPOINT"] = proxy.endpoint
+        counted.merge(okta.environment) { $1 }
         let world = FlowBench.World(directory: aws.directory, environment: counted, identityProvider: aws.identityProvider)
         let now = SystemClock().nowSeconds
         func requests(_ handler: String, _ event: JSONValue) -> (body: JSONValue, operations: [String]) {
@@ -51,6 +62,13 @@ enum AWSBench {
         row("signin, new user", newUser.operations, target: "<= 3")
         let returning = requests("signin", ["provider": "google", "idToken": .string(world.token(.google, subject: "count-user", email: "count@example.com", now: now))])
         row("signin, returning user", returning.operations, target: "<= 3")
+        // A configured OpenID Connect provider: the first process caches its discovery document
+        // and keys, the returning user's process reads them from AUTH_CACHE_DIR.
+        let oktaToken = JSONValue.string(okta.token(aws.identityProvider, subject: "00u-count", email: "count-okta@example.com", now: now) ?? "")
+        row("signin, new user of a configured OIDC provider", requests("signin", ["provider": "okta", "idToken": oktaToken]).operations,
+            target: "<= 3")
+        row("signin, returning user of a configured OIDC provider (keys cached)",
+            requests("signin", ["provider": "okta", "idToken": oktaToken]).operations, target: "<= 3")
         let refreshed = requests("refresh", ["refreshToken": returning.body["tokens"]!["refreshToken"]!])
         row("refresh", refreshed.operations, target: "<= 2")
         let accessToken = refreshed.body["tokens"]!["accessToken"]!

@@ -7,7 +7,7 @@ struct BenchSection {
 
 enum BenchSections {
     /// Each concern adds its section here.
-    static var all: [BenchSection] { [VerificationBench.section, StoreBench.section, RuntimeBench.section, FloorBench.section, StartupBench.section, FlowBench.section, SigningBench.section, AWSBench.section] }
+    static var all: [BenchSection] { [VerificationBench.section, StoreBench.section, RuntimeBench.section, FloorBench.section, StartupBench.section, FlowBench.section, SigningBench.section, OIDCBench.section, AWSBench.section] }
 }
 
 /// Rows of `measurement | value | unit | target`, printed as one aligned table.

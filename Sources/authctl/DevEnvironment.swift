@@ -74,7 +74,8 @@ struct DevEnvironment {
 
 /// `{{idToken PROVIDER key=value ...}}` placeholders: minted by the dev identity provider at
 /// the given clock. Keys: sub, email, emailVerified, privateEmail, name, picture, aud, nonce,
-/// expiresIn, iat, iss, kid. `{{signingKey NAME [alg=RS256|ES256]}}`: the PEM of an access-token
+/// expiresIn, iat; for a configured provider (a replayed scenario's `oidcIssuers`) also tid, alg
+/// and iss (see `DevOIDCIssuers`). `{{signingKey NAME [alg=RS256|ES256]}}`: the PEM of an access-token
 /// key made for this run under that name (the same key wherever the name appears; RSA unless its
 /// first appearance says ES256), for rotation scenarios.
 struct PlaceholderFiller {
@@ -86,6 +87,10 @@ struct PlaceholderFiller {
     var appleServer: DevAppleBackChannel? = nil
     /// The outbox `{{emailCode ADDRESS}}` reads (AUTH_EMAIL_SENDER=outbox:DIR), if any.
     var outbox: String? = nil
+    /// A replayed scenario's stand-ins for configured providers' issuers (`{{oidcIssuer NAME}}`),
+    /// and the step's AUTH_OIDC_PROVIDERS, whose entries shape `{{idToken NAME …}}`.
+    var oidcIssuers: DevOIDCIssuers? = nil
+    var oidcConfiguration: String? = nil
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {
@@ -135,6 +140,10 @@ struct PlaceholderFiller {
             return signingKeys.key(named: words[1], algorithm: algorithm).pemRepresentation
         }
         if head == "dataKey", words.count == 2 { return try dataKey(named: words[1]) }
+        if head == "oidcIssuer", words.count == 2 {
+            guard let oidcIssuers else { throw CommandFailure("{{oidcIssuer \(words[1])}} needs the scenario's oidcIssuers") }
+            return try oidcIssuers.baseURL(of: words[1])
+        }
         if head == "appleCode" || head == "appleNotification" {
             let options = try PlaceholderFiller.options(words.dropFirst())
             return head == "appleCode" ? try appleCode(options) : try appleNotification(options)
@@ -148,10 +157,13 @@ struct PlaceholderFiller {
             return head == "emailCode" ? code : (code == "000000" ? "000001" : "000000")
         }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple key=value...}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME [alg=RS256|ES256]}} or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple|CONFIGURED key=value...}}, {{oidcIssuer NAME}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME [alg=RS256|ES256]}} or {{$name}}")
+        }
+        let options = try PlaceholderFiller.options(words.dropFirst(2))
+        guard ProviderName.idTokenProviders.contains(where: { $0.rawValue == words[1] }) else {
+            return try configuredProviderToken(words[1], options: options)
         }
         let provider = try ProviderName.parse(words[1])
-        let options = try PlaceholderFiller.options(words.dropFirst(2))
         let audiences = provider == .google ? DevEnvironment.googleAudiences : DevEnvironment.appleAudiences
         return try environment.identityProvider.mintToken(provider: provider, options: options, defaultAudience: audiences[0], now: now)
     }

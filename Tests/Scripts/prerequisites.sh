@@ -7,7 +7,7 @@
 #            and their checks.
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
 #            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
-#            aws-embedded-metrics, jsonschema) and cfn-lint with the SAM translator.
+#            aws-embedded-metrics, jsonschema, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
 set -euo pipefail
@@ -102,6 +102,10 @@ test)
     # AWS's own EMF library, whose validators check our metric lines (and jsonschema, for the spec's schema).
     python_has aws_embedded_metrics.validator || pip_install aws-embedded-metrics
     python_has jsonschema || pip_install jsonschema
+    # Validates Infra/openapi.json as an OpenAPI 3.1 document (ServeTests).
+    python_has openapi_spec_validator || pip_install openapi-spec-validator
+    # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.
+    python_has schemathesis || pip_install schemathesis
     # soft-webauthn, a software authenticator for the passkey tests (Tests/Scripts/webauthn_peer.py),
     # needs fido2 1.x and with it an older cryptography: in a virtual environment of its own, so
     # the packages above stay as they are.

@@ -90,11 +90,14 @@ public enum EventCodec {
         return text
     }
 
-    /// The response document for the event's kind.
-    public static func encode(_ response: InvocationResponse, kind: EventKind) -> JSONValue {
+    /// The response document for the event's kind; over HTTP, with `cors`'s headers for the
+    /// request's `origin`.
+    public static func encode(_ response: InvocationResponse, kind: EventKind, cors: CORSPolicy? = nil,
+                              origin: String? = nil) -> JSONValue {
         guard kind.isHTTP else { return response.body }
         var headers: [String: JSONValue] = ["content-type": "application/json", "cache-control": "no-store"]
         for (name, value) in response.headers { headers[name] = .string(value) }
+        for (name, value) in cors?.responseHeaders(origin: origin) ?? [:] { headers[name] = .string(value) }
         return [
             "statusCode": .number(response.status),
             "headers": .object(headers),

@@ -78,7 +78,7 @@ public enum HandlerMain {
         // stdout is the response here, so the metrics join the log on stderr.
         RequestReport(handler: name, settings: settings, metricsSink: writeStandardErrorLine)
             .record(try? decoded.request.get(), response, context: context, startedAt: startedAt)
-        return EventCodec.encode(response, kind: decoded.kind)
+        return EventCodec.encode(response, kind: decoded.kind, cors: settings.cors, origin: (try? decoded.request.get())?.headers["origin"])
     }
 
     /// Runs the handler, turning every thrown error into the contract's error response (stdin

@@ -9,6 +9,8 @@ public struct LambdaSettings: Sendable {
     public var metrics = EmbeddedMetrics.Mode.off
     /// `AUTH_METRICS_NAMESPACE`.
     public var metricsNamespace = EmbeddedMetrics.defaultNamespace
+    /// `AUTH_CORS_ORIGINS`: nil, no CORS headers.
+    public var cors: CORSPolicy?
 
     public init(logLevel: Logger.Level = .info, testMode: Bool = false) {
         self.logLevel = logLevel
@@ -37,6 +39,7 @@ public struct LambdaSettings: Sendable {
             }
             settings.metricsNamespace = namespace
         }
+        settings.cors = try CORSPolicy.fromEnvironment(environment)
         return settings
     }
 

@@ -118,7 +118,8 @@ public struct RuntimeLoop: Sendable {
         // Before the response goes out: the event line is part of answering, and a process frozen
         // right after its response must not have left the request without one.
         requestReport.record(request, response, context: context, startedAt: startedAt)
-        let body = EventCodec.encode(response, kind: decoded.kind).serializedBytes()
+        let body = EventCodec.encode(response, kind: decoded.kind, cors: requestReport.settings.cors,
+                                     origin: request?.headers["origin"]).serializedBytes()
         guard body.count <= RuntimeAPIClient.maximumResponseBytes else {
             logger.error("the response is over Lambda's 6 MB limit", metadata: ["bytes": .number(body.count)])
             try report(invocation, RuntimeAPIClient.ErrorReport(

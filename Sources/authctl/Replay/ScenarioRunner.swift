@@ -15,6 +15,17 @@ import LambdaAuthTooling
 /// `{{appleCode …}}`, `{{appleNotification …}}`; `expect.appleRevocations`: how many tokens it has
 /// revoked by the end of the step; `{{dataKey NAME}}`: a data key made for the run, and a
 /// scenario that sets `AUTH_DATA_KEYS` replaces the back channel's own `AUTH_DATA_KEY`).
+/// `"oidcIssuers": [{"name": "microsoft", "jwksPath": "/common/discovery/v2.0/keys",
+/// "algorithms": ["RS256", "PS256"], "keysDeclareAlgorithm": false}]` starts a loopback stand-in
+/// for the issuer of each configured provider named (`DevOIDCIssuers`): it publishes the dev
+/// identity provider's keys for `algorithms` (default RS256) at `jwksPath` (default `/keys`), and
+/// a discovery document under any path. `{{oidcIssuer NAME}}` is its base URL, for the
+/// scenario's AUTH_OIDC_PROVIDERS (`"issuer": "{{oidcIssuer microsoft}}/{tenantid}/v2.0"`), and
+/// `{{idToken NAME sub=… email=… tid=… alg=… iss=/PATH}}` a token of that configured provider as
+/// the step's AUTH_OIDC_PROVIDERS describes it: its issuer (`{tenantid}` replaced by `tid`, which
+/// the token carries too), its first audience and algorithm unless `aud`/`alg` say otherwise; an
+/// `iss` starting with `/` is a path on the stand-in (another tenant's issuer, say).
+/// An environment value may be a JSON array or object, passed as its compact text.
 /// `advance` moves the clock forward (seconds) before the step; `environment` adds variables for
 /// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders, and
 /// `{{emailCode ADDRESS}}` (`{{wrongEmailCode ADDRESS}}`): the newest code sent to ADDRESS (any
@@ -46,6 +57,7 @@ struct Scenario {
     var environment: [String: String]
     var steps: [Step]
     var appleServer: Bool
+    var oidcIssuers: [DevOIDCIssuers.Issuer]
 
     init(path: String, root: String) throws {
         self.path = path
@@ -59,8 +71,9 @@ struct Scenario {
         description = json["description"]?.stringValue ?? path
         guard let now = json["now"]?.stringValue.flatMap(ISO8601.parse) else { throw fail("needs \"now\" as an ISO-8601 time") }
         start = Int64(now)
-        environment = try Scenario.stringMap(json["environment"], fail("environment must map names to strings"))
+        environment = try Scenario.environmentMap(json["environment"], fail("environment must map names to strings or JSON"))
         appleServer = json["appleServer"] == true
+        oidcIssuers = try (json["oidcIssuers"]?.arrayValue ?? []).map { try DevOIDCIssuers.Issuer($0, fail: fail) }
         guard let rawSteps = json["steps"]?.arrayValue, !rawSteps.isEmpty else { throw fail("needs a non-empty \"steps\" array") }
         steps = try rawSteps.enumerated().map { index, raw in
             let label = "step \(index + 1)"
@@ -84,10 +97,22 @@ struct Scenario {
                 path: raw["path"]?.stringValue,
                 headers: try Scenario.stringMap(raw["headers"], fail("\(label): headers must map names to strings")),
                 event: event,
-                environment: try Scenario.stringMap(raw["environment"], fail("\(label): environment must map names to strings")),
+                environment: try Scenario.environmentMap(raw["environment"], fail("\(label): environment must map names to strings or JSON")),
                 expectedStatus: Int(status), expectedBody: expect["body"], expectedError: expect["error"]?.stringValue,
                 save: try Scenario.stringMap(raw["save"], fail("\(label): save must map names to paths")),
                 expectedAppleRevocations: expect["appleRevocations"]?.int64Value.map(Int.init))
+        }
+    }
+
+    /// Variables; an array or object stands for its compact JSON text (AUTH_OIDC_PROVIDERS reads
+    /// better as JSON than as an escaped string).
+    static func environmentMap(_ value: JSONValue?, _ failure: CommandFailure) throws -> [String: String] {
+        guard let value, !value.isNull else { return [:] }
+        guard case .object(let members) = value else { throw failure }
+        return try members.mapValues { member in
+            if let text = member.stringValue { return text }
+            guard member.arrayValue != nil || member.objectValue != nil else { throw failure }
+            return member.serialized()
         }
     }
 
@@ -126,6 +151,8 @@ struct ScenarioRunner {
         var storeEnvironment = try backend.storeEnvironment(world: world, inherited: baseEnvironment)
         let apple = scenario.appleServer ? try DevAppleBackChannel(identityProvider: environment.identityProvider, start: scenario.start) : nil
         if let apple { storeEnvironment.merge(apple.environment) { $1 } }
+        let oidcIssuers = scenario.oidcIssuers.isEmpty ? nil
+            : try DevOIDCIssuers(scenario.oidcIssuers, identityProvider: environment.identityProvider)
         var clock = scenario.start
         var saved: [String: String] = [:]
         var report: [String] = []
@@ -134,14 +161,15 @@ struct ScenarioRunner {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
             apple?.clock.set(clock)
-            let filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys,
-                                           appleServer: apple, outbox: world + "/outbox")
+            var filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys,
+                                           appleServer: apple, outbox: world + "/outbox", oidcIssuers: oidcIssuers)
+            let scenarioVariables = try scenario.environment.merging(step.environment) { $1 }.mapValues(filler.fill)
+            var variables = baseEnvironment.merging(scenarioVariables) { $1 }
+            filler.oidcConfiguration = variables["AUTH_OIDC_PROVIDERS"]
             let payload = try filler.fill(step.event)
             let headers = try step.headers.mapValues(filler.fill)
             let event = Events.wrap(payload, kind: step.kind, method: step.method, headers: headers,
                                     path: step.path ?? "/auth/\(step.handler)")
-            let scenarioVariables = try scenario.environment.merging(step.environment) { $1 }.mapValues(filler.fill)
-            var variables = baseEnvironment.merging(scenarioVariables) { $1 }
             variables.merge(storeEnvironment) { $1 }
             if scenarioVariables["AUTH_SIGNING_KEYS"] != nil { variables["AUTH_SIGNING_KEY"] = nil }
             if scenarioVariables["AUTH_DATA_KEYS"] != nil { variables["AUTH_DATA_KEY"] = nil }

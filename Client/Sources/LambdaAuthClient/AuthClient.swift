@@ -1,0 +1,323 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Keeps one user signed in to a lambda-auth backend: signs in, hands out a valid access token
+/// (refreshing it once for every concurrent caller, the rotated refresh token stored before the
+/// new access token is handed out), and tells the app when the session is gone.
+///
+/// ```swift
+/// let auth = AuthClient(baseURL: URL(string: "https://auth.example.com")!,
+///                       storage: KeychainSessionStorage(service: "com.example.app.auth"))
+/// let user = try await auth.signIn(provider: "apple", idToken: appleIDToken, authorizationCode: code, fullName: name)
+/// var request = URLRequest(url: apiURL)
+/// try await auth.authorize(&request)
+/// ```
+public actor AuthClient {
+    /// `signedIn(user)` or `signedOut` first (from storage), then every change.
+    public nonisolated let states: AsyncStream<AuthState>
+    private let continuation: AsyncStream<AuthState>.Continuation
+    private let transport: Transport
+    private let storage: any SessionStorage
+    private let retryPolicy: RetryPolicy
+    private let now: @Sendable () -> Date
+    private var current: StoredSession?
+    /// The refresh in flight: every caller that needs a new token while it runs awaits this one.
+    private var refreshing: Task<StoredSession, any Error>?
+
+    /// How long before its expiry an access token counts as expired (a request made with it must
+    /// still reach the API in time).
+    public static let minimumValidity: TimeInterval = 60
+
+    public init(baseURL: URL, storage: any SessionStorage = InMemorySessionStorage(), retryPolicy: RetryPolicy = RetryPolicy(),
+                urlSession: URLSession = URLSession(configuration: .ephemeral), now: @escaping @Sendable () -> Date = Date.init) {
+        transport = Transport(baseURL: baseURL, session: urlSession)
+        self.storage = storage
+        self.retryPolicy = retryPolicy
+        self.now = now
+        let stored = try? storage.load()
+        current = stored
+        (states, continuation) = AsyncStream.makeStream(of: AuthState.self)
+        continuation.yield(stored.map { .signedIn($0.user) } ?? .signedOut)
+    }
+
+    deinit { continuation.finish() }
+
+    // MARK: the signed-in user
+
+    public var user: User? { current?.user }
+
+    /// What the app's operators gave the user (a role, a plan), as of the last answer.
+    public var appMetadata: [String: JSON] { current?.user.appMetadata ?? [:] }
+
+    public var isSignedIn: Bool { current != nil }
+
+    /// What the client holds now (internal: the refresh token stays inside the library).
+    var storedSession: StoredSession? { current }
+
+    // MARK: signing in
+
+    /// An ID token of Google, Apple or a configured OpenID Connect provider. Apple: its
+    /// `authorizationCode` (kept by the server to revoke at deletion) and the name Apple gives the
+    /// app only once.
+    @discardableResult
+    public func signIn(provider: String, idToken: String, nonce: String? = nil, authorizationCode: String? = nil,
+                       fullName: String? = nil, device: Device? = nil) async throws(AuthClientError) -> User {
+        var body: [String: JSON] = ["provider": .string(provider), "idToken": .string(idToken)]
+        if let nonce { body["nonce"] = .string(nonce) }
+        if let authorizationCode { body["authorizationCode"] = .string(authorizationCode) }
+        if let fullName { body["profile"] = .object(["name": .string(fullName)]) }
+        return try await signIn(body, device: device)
+    }
+
+    /// A new anonymous user, who can link an identity later and keep everything.
+    @discardableResult
+    public func signInAsGuest(device: Device? = nil) async throws(AuthClientError) -> User {
+        try await signIn(["provider": "guest"], device: device)
+    }
+
+    /// Sends a one-time code to `email`; returns how many seconds it stays valid.
+    @discardableResult
+    public func startEmailSignIn(email: String) async throws(AuthClientError) -> Int {
+        let answer = try await transport.send("POST", "/auth/otp/start", body: ["email": .string(email)])
+        if case .number(let seconds)? = answer["expiresIn"] { return Int(seconds) }
+        return 600
+    }
+
+    @discardableResult
+    public func signInWithEmail(_ email: String, code: String, device: Device? = nil) async throws(AuthClientError) -> User {
+        try await signIn(["provider": "email", "email": .string(email), "code": .string(code)], device: device)
+    }
+
+    /// The options for the platform's passkey sheet (discoverable credentials): pass them to
+    /// ASAuthorizationPlatformPublicKeyCredentialProvider (or the browser) as they are.
+    public func passkeySignInOptions() async throws(AuthClientError) -> JSON {
+        try await transport.send("POST", "/auth/passkey", body: ["action": "login-options"])
+    }
+
+    /// The platform's credential JSON (AuthenticationResponseJSON), passed through.
+    @discardableResult
+    public func signInWithPasskey(credential: JSON, device: Device? = nil) async throws(AuthClientError) -> User {
+        try await signIn(["provider": "passkey", "credential": credential], device: device)
+    }
+
+    private func signIn(_ request: [String: JSON], device: Device?) async throws(AuthClientError) -> User {
+        var body = request
+        if let device {
+            var fields: [String: JSON] = [:]
+            if let id = device.id { fields["id"] = .string(id) }
+            if let name = device.name { fields["name"] = .string(name) }
+            if let platform = device.platform { fields["platform"] = .string(platform) }
+            body["device"] = .object(fields)
+        }
+        let answer = try await transport.send("POST", "/auth/signin", body: body)
+        let session = try session(from: answer)
+        try keep(session)
+        continuation.yield(.signedIn(session.user))
+        return session.user
+    }
+
+    // MARK: tokens
+
+    /// An access token valid for at least `minimumValidity` more seconds, refreshed when needed.
+    public func validAccessToken() async throws(AuthClientError) -> String {
+        guard let current else { throw .notSignedIn }
+        if current.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.minimumValidity { return current.accessToken }
+        return try await refreshed().accessToken
+    }
+
+    /// Adds `Authorization: Bearer <access token>` to a request of the app's own API.
+    public func authorize(_ request: inout URLRequest) async throws(AuthClientError) {
+        request.setValue("Bearer \(try await validAccessToken())", forHTTPHeaderField: "Authorization")
+    }
+
+    /// Temporary AWS credentials for the user (their own S3 prefix), refreshed with the tokens.
+    public func credentials() async throws(AuthClientError) -> AWSCredentials {
+        guard let current else { throw .notSignedIn }
+        if let credentials = current.credentials, let expiry = credentials.expiresAt,
+           expiry.timeIntervalSince(now()) >= Self.minimumValidity {
+            return credentials
+        }
+        guard let credentials = try await refreshed().credentials else { throw .invalidResponse("no credentials") }
+        return credentials
+    }
+
+    /// Refreshes now (whatever the access token's age), sharing a refresh already in flight.
+    @discardableResult
+    public func refresh() async throws(AuthClientError) -> String {
+        try await refreshed().accessToken
+    }
+
+    private func refreshed() async throws(AuthClientError) -> StoredSession {
+        if let refreshing { return try await Self.result(of: refreshing) }
+        let task = Task { try await self.refreshTakingTurns() }
+        refreshing = task
+        defer { refreshing = nil }
+        return try await Self.result(of: task)
+    }
+
+    private static func result(of task: Task<StoredSession, any Error>) async throws(AuthClientError) -> StoredSession {
+        do {
+            return try await task.value
+        } catch let error as AuthClientError {
+            throw error
+        } catch {
+            throw .storage(error)
+        }
+    }
+
+    /// One refresh at a time among every client of the storage (processes too).
+    private func refreshTakingTurns() async throws -> StoredSession {
+        try await storage.exclusively { try await self.refreshHoldingTheStorage() }
+    }
+
+    private func refreshHoldingTheStorage() async throws(AuthClientError) -> StoredSession {
+        let latest: StoredSession?
+        do {
+            latest = try storage.load()
+        } catch {
+            throw .storage(error)
+        }
+        guard let latest else {
+            // Signed out by another client of the storage.
+            forget()
+            throw .notSignedIn
+        }
+        if latest != current {
+            // Another process refreshed while this one waited: its token is the live one.
+            current = latest
+            if latest.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.minimumValidity { return latest }
+        }
+        var answer: JSON = .null
+        for attempt in 0..<retryPolicy.attempts {
+            do {
+                answer = try await transport.send("POST", "/auth/refresh", body: ["refreshToken": .string(latest.refreshToken)])
+                break
+            } catch where error.endsTheSession {
+                forget()
+                throw error
+            } catch where error.retryable && attempt + 1 < retryPolicy.attempts {
+                try? await Task.sleep(nanoseconds: UInt64(retryPolicy.delay(beforeRetry: attempt) * 1_000_000_000))
+            }
+        }
+        let next = try session(from: answer)
+        // Stored before anyone sees the new access token: a crash after this point loses
+        // nothing, and one before it leaves the replaced token, which within the server's grace
+        // period answers this same live token again.
+        try keep(next)
+        continuation.yield(.tokenRefreshed)
+        if next.user != latest.user { continuation.yield(.userUpdated(next.user)) }
+        return next
+    }
+
+    // MARK: the signed-in user's requests
+
+    /// Links another identity (an ID token of `provider`) to the signed-in user.
+    @discardableResult
+    public func link(provider: String, idToken: String, nonce: String? = nil) async throws(AuthClientError) -> User {
+        var body: [String: JSON] = ["provider": .string(provider), "idToken": .string(idToken)]
+        if let nonce { body["nonce"] = .string(nonce) }
+        return try await updateUser(try await callerRequest("POST", "/auth/link", body: body))
+    }
+
+    @discardableResult
+    public func unlink(provider: String) async throws(AuthClientError) -> User {
+        try await updateUser(try await callerRequest("DELETE", "/auth/link", body: ["provider": .string(provider)]))
+    }
+
+    public func sessions() async throws(AuthClientError) -> [SessionInfo] {
+        try await callerRequest("GET", "/auth/sessions").decoded([SessionInfo].self, at: "sessions")
+    }
+
+    public func revokeSession(id: String) async throws(AuthClientError) {
+        _ = try await callerRequest("DELETE", "/auth/sessions", body: ["sessionId": .string(id)])
+    }
+
+    /// Ends `scope` at the server, then locally whatever the server answered (a user who taps
+    /// "Sign out" is signed out on this device). Returns how many sessions the server ended.
+    @discardableResult
+    public func signOut(scope: SignOutScope = .session) async throws(AuthClientError) -> Int {
+        guard let current else { return 0 }
+        defer { forget() }
+        // The refresh token alone: it works even when the access token has expired.
+        let answer = try await transport.send("POST", "/auth/signout",
+                                              body: ["refreshToken": .string(current.refreshToken), "scope": .string(scope.rawValue)])
+        if case .number(let count)? = answer["revokedSessions"] { return Int(count) }
+        return 0
+    }
+
+    /// Deletes the account. `proof`: a fresh proof of one of the user's identities when the
+    /// session is older than the server's re-authentication window, e.g.
+    /// `["provider": "google", "idToken": .string(token)]`.
+    public func deleteAccount(proof: [String: JSON]? = nil) async throws(AuthClientError) {
+        _ = try await callerRequest("DELETE", "/auth/account", body: proof ?? [:])
+        forget()
+    }
+
+    /// Registration options for a new passkey of the signed-in user, for the platform's sheet.
+    public func passkeyRegistrationOptions() async throws(AuthClientError) -> JSON {
+        try await callerRequest("POST", "/auth/passkey", body: ["action": "register-options"])
+    }
+
+    /// The platform's RegistrationResponseJSON, passed through; returns the passkey's summary.
+    public func registerPasskey(credential: JSON, name: String? = nil) async throws(AuthClientError) -> JSON {
+        var body: [String: JSON] = ["action": "register", "credential": credential]
+        if let name { body["name"] = .string(name) }
+        return try await callerRequest("POST", "/auth/passkey", body: body)
+    }
+
+    private func callerRequest(_ method: String, _ path: String, body: [String: JSON]? = nil) async throws(AuthClientError) -> JSON {
+        let token = try await validAccessToken()
+        do {
+            return try await transport.send(method, path, body: body, bearer: token)
+        } catch where error.code == "ACCESS_TOKEN_INVALID" {
+            // Signed out elsewhere (another device's global sign-out, a reuse detection): the
+            // next refresh says so for sure, and signs this client out if it is over.
+            _ = try await refreshed()
+            throw error
+        }
+    }
+
+    private func updateUser(_ answer: JSON) async throws(AuthClientError) -> User {
+        let user = try answer.decoded(User.self, at: "user")
+        if var session = current, session.user != user {
+            session.user = user
+            try keep(session)
+            continuation.yield(.userUpdated(user))
+        }
+        return user
+    }
+
+    // MARK: state
+
+    private func session(from answer: JSON) throws(AuthClientError) -> StoredSession {
+        let user = try answer.decoded(User.self, at: "user")
+        guard let session = answer["session"], let sessionID = session["id"]?.stringValue,
+              let tokens = answer["tokens"], let accessToken = tokens["accessToken"]?.stringValue,
+              let refreshToken = tokens["refreshToken"]?.stringValue,
+              case .number(let expiresIn)? = tokens["expiresIn"], case .number(let refreshExpiresIn)? = tokens["refreshTokenExpiresIn"]
+        else { throw .invalidResponse("a session, tokens and their lifetimes are expected") }
+        let credentials = answer["credentials"] == nil ? nil : try answer.decoded(AWSCredentials.self, at: "credentials")
+        let issued = now()
+        return StoredSession(user: user, sessionID: sessionID, accessToken: accessToken,
+                             accessTokenExpiresAt: issued.addingTimeInterval(expiresIn), refreshToken: refreshToken,
+                             refreshTokenExpiresAt: issued.addingTimeInterval(refreshExpiresIn), credentials: credentials)
+    }
+
+    private func keep(_ session: StoredSession) throws(AuthClientError) {
+        do {
+            try storage.save(session)
+        } catch {
+            throw .storage(error)
+        }
+        current = session
+    }
+
+    private func forget() {
+        let wasSignedIn = current != nil
+        current = nil
+        try? storage.save(nil)
+        if wasSignedIn { continuation.yield(.signedOut) }
+    }
+}

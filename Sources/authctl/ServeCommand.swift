@@ -1,0 +1,82 @@
+import ArgumentParser
+import LambdaAuth
+import LambdaAuthTooling
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `authctl serve`: the template's HTTP API on one local port (contract section 16), for app
+/// teams pointing a simulator, an emulator or a web page at their backend.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve every route of the template's HTTP API locally, with its JWT authorizer, /openapi.json and the dev identity provider.",
+        discussion: "Without AUTH_GOOGLE_AUDIENCES, AUTH_APPLE_AUDIENCES and AUTH_OIDC_PROVIDERS it runs on the embedded defaults of "
+            + "`make demo` (local store, dev identity provider, a dev RSA signing key) and adds POST /dev/idp/{google|apple}/token. "
+            + "SIGINT or SIGTERM stops it once the requests in flight are answered."
+    )
+
+    @Option(help: "The IPv4 address to listen on (default 127.0.0.1: this machine only). Another, such as 0.0.0.0 for a phone on the network, is only ever this option's.")
+    var host: String?
+    @Option(help: "The port (0: any free one, printed).") var port: UInt16 = 8787
+    @Option(help: "The dev identity provider's directory (dev defaults only).") var devDir = DevIdentityProvider.defaultDirectory
+
+    func run() throws {
+        // Loopback unless --host says otherwise: anything else exposes the store (and, on the dev
+        // defaults, an identity provider that signs anyone in) to the network.
+        let address = host.map { $0 == "localhost" ? "127.0.0.1" : $0 } ?? "127.0.0.1"
+        let context = AuthCtlContext.current
+        var environment = context.environment
+        let configured = ["AUTH_GOOGLE_AUDIENCES", "AUTH_APPLE_AUDIENCES", "AUTH_OIDC_PROVIDERS"].contains { !(environment[$0] ?? "").isEmpty }
+        var devRoutes: LocalHTTPAPI.DevIdentityRoutes?
+        if !configured {
+            let dev = try DevEnvironment(directory: devDir)
+            environment = dev.handlerEnvironment(environment)
+            // As `make demo`: only the event lines (and real problems), one per request; email
+            // codes on, delivered to an outbox the developer reads.
+            let demoDefaults = ["AUTH_LOG_LEVEL": "warning", "AUTH_EMAIL": "on",
+                                "AUTH_EMAIL_SENDER": "outbox:" + absolutePath(devDir + "/outbox")]
+            for (name, value) in demoDefaults where (environment[name] ?? "").isEmpty { environment[name] = value }
+            devRoutes = LocalHTTPAPI.DevIdentityRoutes(provider: dev.identityProvider, defaultAudiences: [
+                .google: DevEnvironment.googleAudiences[0], .apple: DevEnvironment.appleAudiences[0],
+            ])
+        }
+        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes)
+        // Blocked before any thread starts, so every thread inherits the mask and only sigwait
+        // below takes them: a signal never interrupts a handler mid-request.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        let listener: ServeListener
+        do {
+            listener = try ServeListener(host: address, port: port) { request in api.respond(request) }
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        if !address.hasPrefix("127.") {
+            standardError("authctl serve: listening on \(address) as --host asked: reachable from the network" + (devRoutes != nil ? ", dev identity provider included" : ""))
+        }
+        // Unbuffered: a script (or a test) waits for this line to know the port.
+        writeStandardOutputLine("lambda-auth serving on http://\(address):\(listener.port)"
+                                + (devRoutes != nil ? " (dev defaults; POST /dev/idp/google/token for an ID token)" : ""))
+        var received: Int32 = 0
+        while sigwait(&stopSignals, &received) != 0 {}
+        standardError("authctl serve: stopping after the requests in flight (\(listener.requestsInFlight))")
+        guard listener.stop() else { throw CommandFailure("requests still in flight after 30 s; stopped anyway") }
+    }
+}
+
+/// `authctl openapi`: the document `serve` answers at /openapi.json, which `Infra/openapi.json`
+/// must equal (`authctl openapi > Infra/openapi.json` after a route or a schema changes).
+struct OpenAPICommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "openapi",
+        abstract: "Print the OpenAPI 3.1 document of the template's HTTP API (Infra/openapi.json)."
+    )
+
+    func run() throws {
+        print(OpenAPIDocument.text, terminator: "")
+    }
+}
