@@ -30,7 +30,7 @@ public struct RegistrationResponse: Sendable {
     public let transports: [String]
 
     public init(_ credential: RequestBody) throws(AuthError) {
-        let fields = try WebAuthnFields(credential, name: "credential")
+        let fields = WebAuthnFields(body: credential, name: "credential")
         credentialID = try fields.credentialID()
         let response = try fields.response()
         clientDataJSON = try response.binary("clientDataJSON")
@@ -50,7 +50,7 @@ public struct AuthenticationResponse: Sendable {
     public let userHandle: [UInt8]?
 
     public init(_ credential: RequestBody) throws(AuthError) {
-        let fields = try WebAuthnFields(credential, name: "credential")
+        let fields = WebAuthnFields(body: credential, name: "credential")
         credentialID = try fields.credentialID()
         let response = try fields.response()
         clientDataJSON = try response.binary("clientDataJSON")
@@ -65,11 +65,6 @@ public struct AuthenticationResponse: Sendable {
 struct WebAuthnFields {
     let body: RequestBody
     let name: String
-
-    init(_ body: RequestBody, name: String) throws(AuthError) {
-        self.body = body
-        self.name = name
-    }
 
     func optionalBinary(_ field: String) throws(AuthError) -> [UInt8]? {
         switch body.fields[field] {
@@ -112,7 +107,7 @@ struct WebAuthnFields {
 
     func response() throws(AuthError) -> WebAuthnFields {
         guard let response = try body.optionalObject("response") else { throw AuthError(.invalidRequest, "\(name).response is required") }
-        return try WebAuthnFields(response, name: "\(name).response")
+        return WebAuthnFields(body: response, name: "\(name).response")
     }
 }
 
