@@ -36,8 +36,8 @@ public indirect enum TestCBOR {
 /// A software authenticator for the tests and `authctl demo`: a credential of each algorithm, with
 /// flags, counters and every field under the caller's control, so that each check can be made to
 /// fail alone.
-public struct SoftPasskeyAuthenticator {
-    public enum Key {
+public struct SoftPasskeyAuthenticator: Sendable {
+    public enum Key: Sendable {
         case p256(P256.Signing.PrivateKey)
         case ed25519(Curve25519.Signing.PrivateKey)
         case rsa(_RSA.Signing.PrivateKey)
