@@ -6,9 +6,8 @@ enum Keys {
     static func identityLink(_ provider: ProviderName, _ subject: String) -> TableKey {
         TableKey(pk: "IDENTITY#\(provider.rawValue)#\(subject)", sk: "LINK")
     }
-    /// One item per provider, except passkeys: a user holds up to 10, each under its own id.
-    static func userIdentity(_ userID: String, _ provider: ProviderName, subject: String) -> TableKey {
-        TableKey(pk: user(userID), sk: provider == .passkey ? "IDENTITY#passkey#\(subject)" : "IDENTITY#\(provider.rawValue)")
+    static func userIdentity(_ userID: String, _ provider: ProviderName) -> TableKey {
+        TableKey(pk: user(userID), sk: "IDENTITY#\(provider.rawValue)")
     }
     /// `key` is an `EmailKey`: the caller decides whether the address may be keyed at all.
     static func email(_ key: String) -> TableKey {
@@ -141,7 +140,7 @@ struct LinkedIdentity: Sendable {
 
     init?(userSideItem item: Item) {
         guard let sk = item["SK"]?.stringValue, sk.hasPrefix("IDENTITY#"),
-              let provider = sk.hasPrefix("IDENTITY#passkey#") ? .passkey : ProviderName(rawValue: String(sk.dropFirst(9))),
+              let provider = ProviderName(rawValue: String(sk.dropFirst(9))),
               let subject = item["subject"]?.stringValue else { return nil }
         self.provider = provider
         self.subject = subject
@@ -151,7 +150,7 @@ struct LinkedIdentity: Sendable {
     }
 
     func userSideItem(userID: String) -> Item {
-        var item = Keys.userIdentity(userID, provider, subject: subject).item
+        var item = Keys.userIdentity(userID, provider).item
         item["subject"] = .s(subject)
         item["email"] = email.map(AttributeValue.s) ?? .null
         item["linkedAt"] = .s(Timestamps.format(linkedAt))

@@ -1,3 +1,0 @@
-import LambdaAuth
-
-HandlerMain.run(HandlerCatalogue.passkey)
