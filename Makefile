@@ -5,8 +5,11 @@ SWIFT ?= swift
 # before the first event, a smaller zip); optimised for size, linked by lld without unwind tables
 # and with identical functions folded (each zip under 6 MB); the C++ runtime and the unwinder
 # linked in too and no RUNPATH, so that the loader maps only libc and libm (a cold process 1.5 ms
-# shorter). See Infra/README.md, "Size and start-up".
+# shorter). Source paths are written relative to the checkout (`-ffile-prefix-map`,
+# `-file-prefix-map`): BoringSSL's error records and assertions hold some 1,600 of them, so the
+# zips' size no longer depends on the folder a clone sits in. See Infra/README.md, "Size and start-up".
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize -Xcc -Os -Xcxx -Os \
+	-Xcc -ffile-prefix-map=$(CURDIR)/= -Xcxx -ffile-prefix-map=$(CURDIR)/= -Xswiftc -file-prefix-map -Xswiftc $(CURDIR)/= \
 	-Xswiftc -use-ld=lld -Xlinker --wrap=hypotf -Xlinker --no-export-dynamic -Xlinker -no-pie \
 	-Xlinker --no-eh-frame-hdr -Xlinker $(CURDIR)/Infra/no-unwind-tables.ld -Xlinker --icf=safe -Xlinker -O2 \
 	-Xswiftc -L$(CURDIR)/Infra/static-cxx -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
