@@ -96,7 +96,7 @@ public final class AuthServices: Sendable {
     var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }
 
     var linkProvider: LinkProviderFlow {
-        LinkProviderFlow(verifier: verifier, callerCheck: callerCheck, store: store, clock: clock, retry: retry, apple: apple)
+        LinkProviderFlow(callerCheck: callerCheck, store: store, clock: clock, retry: retry, apple: apple)
     }
 
     var signOut: SignOutFlow { SignOutFlow(tokens: tokens, store: store, clock: clock, retry: retry) }

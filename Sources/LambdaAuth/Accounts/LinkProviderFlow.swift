@@ -7,7 +7,6 @@ import Logging
 /// the caller check exact and the session check part of the write: a sign-out racing the change
 /// wins or loses as a whole.
 struct LinkProviderFlow: Sendable {
-    let verifier: any IdentityVerifying
     let callerCheck: CallerCheck
     let store: AccountStore
     let clock: any WallClock
@@ -18,11 +17,7 @@ struct LinkProviderFlow: Sendable {
         try callerCheck.check(accessToken, logger: logger)
     }
 
-    func link(_ provider: ProviderName, idToken: String, nonce: String?, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
-        try link(try verifier.verify(idToken, provider: provider, nonce: nonce), for: caller, logger: logger)
-    }
-
-    /// Links an identity already proven (an ID token verified, or an email code used).
+    /// Links an identity its provider's registry entry proved (an ID token verified, an email code used).
     func link(_ identity: VerifiedIdentity, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
         try callerCheck.retrying("link", for: caller, with: retry) { (read: UserView) throws(AuthError) -> UserView? in
             var user = read

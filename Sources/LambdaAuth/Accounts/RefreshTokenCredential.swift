@@ -120,7 +120,7 @@ struct RefreshTokenCredential: Sendable {
             position = end
             let value = bytes[start..<end]
             // Only what newIdentifier and our user ids produce: nothing that could bend a key.
-            guard value.allSatisfy({ $0.isASCIIIdentifierByte }) else { return nil }
+            guard value.allSatisfy({ $0.isASCIIAlphanumeric(or: "-_.") }) else { return nil }
             return String(decoding: value, as: UTF8.self)
         }
         switch bytes.first {
@@ -166,12 +166,5 @@ struct RefreshFamilyKey: Sendable {
     init?(familyID: String, stored: AttributeValue?) {
         guard let text = stored?.stringValue, let key = Base64.urlDecoded(text), key.count == 32 else { return nil }
         self.init(familyID: familyID, key: key)
-    }
-}
-
-extension UInt8 {
-    fileprivate var isASCIIIdentifierByte: Bool {
-        (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self)
-            || self == UInt8(ascii: "-") || self == UInt8(ascii: "_") || self == UInt8(ascii: ".")
     }
 }

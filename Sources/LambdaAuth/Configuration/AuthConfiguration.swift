@@ -275,10 +275,7 @@ public struct AuthConfiguration: Sendable {
     }
 
     static func isValidTableName(_ name: String) -> Bool {
-        (3...255).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-        }
+        (3...255).contains(name.utf8.count) && name.utf8.allSatisfy { $0.isASCIIAlphanumeric(or: "_-.") }
     }
 }
 

@@ -154,9 +154,6 @@ public struct RuntimeAPIClient: Sendable {
 
     /// The request id goes into a URL path: only the characters Lambda's ids use.
     static func isSafePathSegment(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 128 && text.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-        }
+        !text.isEmpty && text.utf8.count <= 128 && text.utf8.allSatisfy { $0.isASCIIAlphanumeric(or: "-_.") }
     }
 }

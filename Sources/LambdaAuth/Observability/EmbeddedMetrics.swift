@@ -33,9 +33,6 @@ public enum EmbeddedMetrics {
     /// of them not a space, and not AWS's own `AWS/` prefix.
     static func isValidNamespace(_ name: String) -> Bool {
         (1...255).contains(name.utf8.count) && !name.hasPrefix("AWS/") && name.utf8.contains { $0 != 0x20 }
-            && name.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                    || ".-_/#: ".utf8.contains(byte)
-            }
+            && name.utf8.allSatisfy { $0.isASCIIAlphanumeric(or: ".-_/#: ") }
     }
 }

@@ -66,10 +66,7 @@ public struct SecurityEvent: Sendable, Equatable {
     /// What a caller sent is logged only when it is plainly a name or an address: never free text
     /// that could carry a secret someone pasted in the wrong field.
     static func isPlainName(_ text: String, allowing extra: String = "") -> Bool {
-        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || extra.utf8.contains(byte)
-        }
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { $0.isASCIIAlphanumeric(or: "-_" + extra) }
     }
 
     /// The metrics' `outcome`: `ok` for any 2xx, otherwise the error code.

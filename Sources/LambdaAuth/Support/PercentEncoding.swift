@@ -25,7 +25,6 @@ public enum PercentEncoding {
     }
 
     static func isUnreserved(_ byte: UInt8) -> Bool {
-        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "~")
+        byte.isASCIIAlphanumeric(or: "-_.~")
     }
 }

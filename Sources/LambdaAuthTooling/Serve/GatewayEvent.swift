@@ -18,7 +18,7 @@ public enum GatewayEvent {
             }
             headers[lowered] = headers[lowered].map { $0 + "," + value } ?? value
         }
-        var http: [String: JSONValue] = [
+        let http: [String: JSONValue] = [
             "method": .string(request.method), "path": .string(rawPath), "protocol": .string(request.httpVersion),
             "sourceIp": .string(request.peerAddress), "userAgent": .string(headers["user-agent"] ?? ""),
         ]
