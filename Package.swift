@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "well-known", targets: ["well-known"]),
         .executable(name: "apple-notifications", targets: ["apple-notifications"]),
         .executable(name: "otp-start", targets: ["otp-start"]),
+        .executable(name: "passkey", targets: ["passkey"]),
         .executable(name: "authctl", targets: ["authctl"]),
     ],
     dependencies: [
@@ -76,6 +77,7 @@ let package = Package(
         .executableTarget(name: "well-known", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "apple-notifications", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "otp-start", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "passkey", dependencies: ["LambdaAuth"]),
         .executableTarget(
             name: "authctl",
             dependencies: [

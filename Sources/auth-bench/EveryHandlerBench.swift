@@ -59,7 +59,7 @@ enum EveryHandlerBench {
 
 /// One request per handler and index, each answerable on its own: a returning user's sign-in, a
 /// link and an unlink of Apple in turn, that user's sessions, the JWKS document, an Apple
-/// notification about nobody, a code to a new address; refresh, signout and delete-account each
+/// notification about nobody, a code to a new address, the caller's passkeys; refresh, signout and delete-account each
 /// act on a guest of their own per index (signed in beforehand, not timed), as they use up what
 /// they act on.
 struct HandlerRequests {
@@ -95,6 +95,7 @@ struct HandlerRequests {
             "well-known": { _ in ["document": "jwks"] },
             "apple-notifications": notification,
             "otp-start": { ["email": .string("every-\(count)-\($0)@example.com")] },
+            "passkey": { _ in ["action": "list", "accessToken": accessToken] },
         ]
     }
 }

@@ -52,7 +52,7 @@ enum FlowBench {
             "AUTH_GOOGLE_AUDIENCES": "bench-web", "AUTH_APPLE_AUDIENCES": "com.example.bench",
             "AUTH_GOOGLE_JWKS_URL": jwks, "AUTH_APPLE_JWKS_URL": jwks,
             "AUTH_STORE": directory + "/store", "AUTH_CACHE_DIR": directory + "/cache", "AUTH_LOG_LEVEL": "warning",
-            "AUTH_CREDENTIALS_SECRET": "bench-credentials-secret-0123456789", "AUTH_GUEST": "on",
+            "AUTH_CREDENTIALS_SECRET": "bench-credentials-secret-0123456789", "AUTH_GUEST": "on", "AUTH_PASSKEY_RP_ID": "example.com",
             // Email codes through the outbox; the bench sends more codes per address than users may.
             "AUTH_EMAIL": "on", "AUTH_EMAIL_SENDER": "outbox:" + directory + "/outbox", "AUTH_OTP_RATE": "1000",
             // Required on DynamoDB (the local store would keep a dev key itself).

@@ -91,10 +91,18 @@ struct PlaceholderFiller {
     /// and the step's AUTH_OIDC_PROVIDERS, whose entries shape `{{idToken NAME …}}`.
     var oidcIssuers: DevOIDCIssuers? = nil
     var oidcConfiguration: String? = nil
+    /// A replay's software authenticators, for `{{passkeyRegistration …}}` and `{{passkeyAssertion …}}`.
+    var passkeys = NamedPasskeyAuthenticators()
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {
         case .string(let text):
+            // A passkey credential is an object: its placeholder stands for the whole value.
+            if text.hasPrefix("{{"), text.hasSuffix("}}"), text.utf8.count > 4,
+               let words = try? PlaceholderFiller.split(String(text.dropFirst(2).dropLast(2))),
+               let head = words.first, PlaceholderFiller.passkeyPlaceholders.contains(head) {
+                return try passkeyCredential(words)
+            }
             // An HTTP event's body is JSON text: fill the placeholders inside it as JSON values.
             if text.hasPrefix("{"), let body = try? JSONValue.parse(text) { return .string(try fill(body).serialized()) }
             return .string(try fill(text))
@@ -157,7 +165,7 @@ struct PlaceholderFiller {
             return head == "emailCode" ? code : (code == "000000" ? "000001" : "000000")
         }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple|CONFIGURED key=value...}}, {{oidcIssuer NAME}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME [alg=RS256|ES256]}} or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple|CONFIGURED key=value...}}, {{oidcIssuer NAME}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME [alg=RS256|ES256]}}, {{passkeyRegistration NAME challenge=… handle=…}}, {{passkeyAssertion NAME challenge=…}} (a whole string) or {{$name}}")
         }
         let options = try PlaceholderFiller.options(words.dropFirst(2))
         guard ProviderName.idTokenProviders.contains(where: { $0.rawValue == words[1] }) else {

@@ -65,7 +65,8 @@ struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "A Google sign-in, a refresh, an Apple link, a second refresh, the sessions list, a sign-out, a "
-            + "sign-in by email code, an Apple sign-in with its authorization code and the account's deletion (revoking "
+            + "sign-in by email code, an Apple sign-in with its authorization code, a passkey registered by a software "
+            + "authenticator, a sign-out and a sign-in with that passkey, and the account's deletion (revoking "
             + "Apple's token first), on the embedded defaults, in a fresh temporary store."
     )
 
@@ -80,6 +81,9 @@ struct DemoCommand: ParsableCommand {
         // Email codes go to an outbox in the demo's directory, where the demo reads them as a user would.
         variables["AUTH_EMAIL"] = "on"
         variables["AUTH_EMAIL_SENDER"] = "outbox:" + world + "/outbox"
+        // Passkeys for the demo's relying party; the software authenticator sets UP and UV.
+        variables["AUTH_PASSKEY_RP_ID"] = "localhost"
+        variables["AUTH_PASSKEY_ORIGINS"] = "http://localhost:8787"
         let now = SystemClock().nowSeconds
         let apple = try DevAppleBackChannel(identityProvider: environment.identityProvider, start: now)
         variables.merge(apple.environment) { $1 }
@@ -129,13 +133,31 @@ struct DemoCommand: ParsableCommand {
         let again = try step("Sign in with Apple and its authorization code: the same user, a new session, Apple's refresh token kept sealed",
                              "signin", ["provider": "apple", "idToken": .string(appleToken),
                                         "authorizationCode": .string(try filler.fill("{{appleCode sub=001122.demo.3344}}"))])
+        let options = try step("Passkey registration options for the signed-in user", "passkey",
+                               ["action": "register-options", "accessToken": again["tokens"]!["accessToken"]!])
+        guard let challenge = options["publicKey"]?["challenge"]?.stringValue.flatMap(Base64.urlDecoded),
+              let handle = options["publicKey"]?["user"]?["id"]?.stringValue.flatMap(Base64.urlDecoded) else {
+            throw CommandFailure("passkey register-options gave no challenge or user id")
+        }
+        var authenticator = SoftPasskeyAuthenticator(rpID: "localhost", origin: "http://localhost:8787", userHandle: handle)
+        _ = try step("Register a passkey made by a software authenticator (ES256, attestation none)", "passkey", [
+            "action": "register", "accessToken": again["tokens"]!["accessToken"]!, "name": "Ada's laptop",
+            "credential": authenticator.registration(challenge: challenge),
+        ])
+        _ = try step("Sign out every session", "signout", ["refreshToken": again["tokens"]!["refreshToken"]!, "scope": "global"])
+        let login = try step("Passkey sign-in options (no caller)", "passkey", ["action": "login-options"])
+        guard let loginChallenge = login["publicKey"]?["challenge"]?.stringValue.flatMap(Base64.urlDecoded) else {
+            throw CommandFailure("passkey login-options gave no challenge")
+        }
+        let byPasskey = try step("Sign in with the passkey: the same user, a new session", "signin",
+                                 ["provider": "passkey", "credential": authenticator.assertion(challenge: loginChallenge)])
         _ = try step("Delete the account, re-authenticated with a Google ID token", "delete-account", [
-            "accessToken": again["tokens"]!["accessToken"]!, "provider": "google", "idToken": .string(googleToken),
+            "accessToken": byPasskey["tokens"]!["accessToken"]!, "provider": "google", "idToken": .string(googleToken),
         ])
         guard apple.server.revocations.count == 1 else {
             throw CommandFailure("the demo expected the deletion to revoke Apple's refresh token at the dev Apple server")
         }
-        print("\ndemo complete: 10 invocations, all 200 (202 for the code); Apple's refresh token was revoked at the dev "
+        print("\ndemo complete: 15 invocations, all 200 (202 for the code); Apple's refresh token was revoked at the dev "
               + "Apple server, then the account and all its items went")
     }
 }

@@ -6,7 +6,7 @@ import Logging
 struct UserCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users", abstract: "Show or delete one user, or prune expired guests (AUTH_STORE names the store).",
-        subcommands: [Show.self, SetMetadata.self, Delete.self, PruneGuests.self])
+        subcommands: [Show.self, Passkeys.self, SetMetadata.self, Delete.self, PruneGuests.self])
 
     static func services() throws -> AuthServices {
         try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning))
@@ -23,6 +23,20 @@ struct UserCommands: ParsableCommand {
                 throw CommandFailure("no user \(userID)")
             }
             print(description.prettyPrinted())
+        }
+    }
+
+    struct Passkeys: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the user's passkeys: id, name, created, last used, transports.")
+
+        @Argument(help: "The user id.") var userID: String
+
+        func run() throws {
+            guard let passkeys = try UserCommands.services().describePasskeys(userID) else {
+                throw CommandFailure("no user \(userID)")
+            }
+            print(passkeys.prettyPrinted())
         }
     }
 

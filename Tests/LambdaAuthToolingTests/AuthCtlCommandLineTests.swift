@@ -62,9 +62,9 @@ import Testing
         #expect(rows.first == "HANDLER METHOD PATH GUARDED")
         #expect(rows.count == 1 + HandlerCatalogue.all.reduce(0) { $0 + $1.routes.count })
         #expect(rows.contains("signout POST /auth/signout no") && rows.contains("sessions GET /auth/sessions yes"), "\(rows)")
-        let unknown = try authctl("invoke", "passkey", "event.json")
+        let unknown = try authctl("invoke", "magic-link", "event.json")
         #expect(unknown.exitCode == 2, "\(unknown.stderrText)")
-        #expect(unknown.stderrText.hasPrefix("authctl: there is no handler passkey; the handlers are \(HandlerNames.all.joined(separator: ", "))"),
+        #expect(unknown.stderrText.hasPrefix("authctl: there is no handler magic-link; the handlers are \(HandlerNames.all.joined(separator: ", "))"),
                 "\(unknown.stderrText)")
     }
 

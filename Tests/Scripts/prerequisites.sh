@@ -106,6 +106,16 @@ test)
     python_has openapi_spec_validator || pip_install openapi-spec-validator
     # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.
     python_has schemathesis || pip_install schemathesis
+    # soft-webauthn, a software authenticator for the passkey tests (Tests/Scripts/webauthn_peer.py),
+    # needs fido2 1.x and with it an older cryptography: in a virtual environment of its own, so
+    # the packages above stay as they are.
+    peers=.build/webauthn-peers
+    if ! "$peers/bin/python" -c "import soft_webauthn" >/dev/null 2>&1; then
+        python3 -m venv "$peers" >/dev/null 2>&1 || { install_debian python3-venv; python3 -m venv "$peers"; }
+        say "installing soft-webauthn (pip, in $peers)"
+        "$peers/bin/python" -m pip install -q --disable-pip-version-check soft-webauthn || fail "pip could not install soft-webauthn in $peers"
+        installed=1
+    fi
     ;;
 *)
     fail "usage: prerequisites.sh demo|package|test"

@@ -15,7 +15,7 @@ extension AccountStore {
             attributes: ExpressionAttributes(names: ["#version": "version"],
                                              values: [":now": .s(Timestamps.format(now)), ":one": .n(1), ":read": .n(user.profile.version)])))
         plan.add(.userSide, .update(
-            key: Keys.userIdentity(user.profile.userID, identity.provider), update: "SET emailDeliverable = :deliverable",
+            key: Keys.userIdentity(user.profile.userID, identity.provider, subject: identity.subject), update: "SET emailDeliverable = :deliverable",
             condition: "subject = :subject",
             attributes: ExpressionAttributes(values: [":deliverable": .bool(deliverable), ":subject": .s(identity.subject)])))
         guard let cancellation = try table.run(plan) else { return true }

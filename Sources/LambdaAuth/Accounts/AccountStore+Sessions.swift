@@ -90,7 +90,7 @@ extension AccountStore {
         let owned = ExpressionAttributes(values: [":user": .s(userID)])
         var actions: [TransactWriteAction] = [.delete(key: Keys.profileKey(userID), condition: "attribute_exists(deletionRequestedAt)")]
         for identity in user.identities {
-            actions.append(.delete(key: Keys.userIdentity(userID, identity.provider)))
+            actions.append(.delete(key: Keys.userIdentity(userID, identity.provider, subject: identity.subject)))
             actions.append(.delete(key: Keys.identityLink(identity.provider, identity.subject), condition: "userId = :user", attributes: owned))
         }
         actions += emailClaims.map { .delete(key: Keys.email($0), condition: "userId = :user", attributes: owned) }

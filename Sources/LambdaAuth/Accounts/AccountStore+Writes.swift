@@ -81,6 +81,9 @@ extension AccountStore {
         var evictedTokens: [TableKey] = []
         /// The profile's email changed and the user held a claim on the old one.
         var emailClaimMove: EmailClaimMove? = nil
+        /// What the proof itself commits with the session (a passkey's challenge consumed and
+        /// sign count moved), whose failed condition refuses the sign-in.
+        var ceremony: [TransactWriteAction] = []
     }
 
     /// The claim on an address the user's provider no longer reports, released, and the new
@@ -109,6 +112,8 @@ extension AccountStore {
         case userChanged
         /// Joining: the identity got linked to someone meanwhile.
         case identityTaken
+        /// A condition of `ceremony` failed: reasons in its order.
+        case ceremonyRefused([CancellationReason])
     }
 
     private enum OpeningStep: Equatable { case profile, link, userSide, emailRelease, emailClaim }
@@ -131,11 +136,17 @@ extension AccountStore {
             .put(opening.session.item(liveTokenExpiresAt: opening.refreshToken.expiresAt), condition: "attribute_not_exists(PK)"),
             .put(opening.refreshToken.item),
         ])
+        let ceremonyStart = plan.actions.count
+        plan.add(opening.ceremony)
         plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
         // The evicted sessions' tokens ride in the same commit: one sync, not a second transaction.
         let room = max(0, AccountStore.transactionLimit - plan.actions.count)
         plan.add(opening.evictedTokens.prefix(room).map { AccountStore.revoke($0, now: now) })
         guard let cancellation = try table.run(plan) else { return .opened(revokedEveryEvictedToken: opening.evictedTokens.count <= room) }
+        let ceremony = ceremonyStart..<ceremonyStart + opening.ceremony.count
+        if ceremony.contains(where: cancellation.reasons.failed) {
+            return .ceremonyRefused(ceremony.map { cancellation.reasons.indices.contains($0) ? cancellation.reasons[$0] : .none })
+        }
         if cancellation.failed(.link) { return .identityTaken }
         if cancellation.failed(.profile) || cancellation.failed(.userSide) || cancellation.failed(.emailRelease)
             || cancellation.failed(.emailClaim) { return .userChanged }
@@ -295,7 +306,7 @@ extension AccountStore {
         let userID = user.profile.userID
         var plan = TransactionPlan<UnlinkStep>()
         plan.add(.profile, identityCountChange(user, by: -1, callerSessionID: callerSessionID, now: now))
-        plan.add(.userSide, .delete(key: Keys.userIdentity(userID, identity.provider), condition: "subject = :subject",
+        plan.add(.userSide, .delete(key: Keys.userIdentity(userID, identity.provider, subject: identity.subject), condition: "subject = :subject",
                                     attributes: ExpressionAttributes(values: [":subject": .s(identity.subject)])))
         plan.add(.link, .delete(key: Keys.identityLink(identity.provider, identity.subject), condition: "userId = :user",
                                 attributes: ExpressionAttributes(values: [":user": .s(userID)])))
@@ -309,7 +320,7 @@ extension AccountStore {
     }
 
     /// Bumps the version because the user's identities change.
-    private func identityCountChange(_ user: UserView, by delta: Int64, callerSessionID: String?, now: Int64) -> TransactWriteAction {
+    func identityCountChange(_ user: UserView, by delta: Int64, callerSessionID: String?, now: Int64) -> TransactWriteAction {
         var names = ["#version": "version"]
         if let callerSessionID { names["#sid"] = callerSessionID }
         return .update(key: Keys.profileKey(user.profile.userID),

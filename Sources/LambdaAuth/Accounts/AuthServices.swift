@@ -95,6 +95,11 @@ public final class AuthServices: Sendable {
 
     var callerCheck: CallerCheck { CallerCheck(tokens: tokens, store: store) }
 
+    var passkeys: PasskeyFlow {
+        PasskeyFlow(settings: configuration.passkeys, passkeys: PasskeyStore(table: table), store: store, callerCheck: callerCheck,
+                    signIn: signIn, clock: clock, random: random, retry: retry, limiter: TableRateLimiter(table: table))
+    }
+
     var linkProvider: LinkProviderFlow {
         LinkProviderFlow(callerCheck: callerCheck, store: store, clock: clock, retry: retry, apple: apple)
     }

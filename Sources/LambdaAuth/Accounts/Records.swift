@@ -6,8 +6,9 @@ enum Keys {
     static func identityLink(_ provider: ProviderName, _ subject: String) -> TableKey {
         TableKey(pk: "IDENTITY#\(provider.rawValue)#\(subject)", sk: "LINK")
     }
-    static func userIdentity(_ userID: String, _ provider: ProviderName) -> TableKey {
-        TableKey(pk: user(userID), sk: "IDENTITY#\(provider.rawValue)")
+    /// One item per provider, except passkeys: a user holds up to 10, each under its own id.
+    static func userIdentity(_ userID: String, _ provider: ProviderName, subject: String) -> TableKey {
+        TableKey(pk: user(userID), sk: provider == .passkey ? "IDENTITY#passkey#\(subject)" : "IDENTITY#\(provider.rawValue)")
     }
     /// `key` is an `EmailKey`: the caller decides whether the address may be keyed at all.
     static func email(_ key: String) -> TableKey {
@@ -140,7 +141,7 @@ struct LinkedIdentity: Sendable {
 
     init?(userSideItem item: Item) {
         guard let sk = item["SK"]?.stringValue, sk.hasPrefix("IDENTITY#"),
-              let provider = ProviderName(rawValue: String(sk.dropFirst(9))),
+              let provider = sk.hasPrefix("IDENTITY#passkey#") ? .passkey : ProviderName(rawValue: String(sk.dropFirst(9))),
               let subject = item["subject"]?.stringValue else { return nil }
         self.provider = provider
         self.subject = subject
@@ -150,7 +151,7 @@ struct LinkedIdentity: Sendable {
     }
 
     func userSideItem(userID: String) -> Item {
-        var item = Keys.userIdentity(userID, provider).item
+        var item = Keys.userIdentity(userID, provider, subject: subject).item
         item["subject"] = .s(subject)
         item["email"] = email.map(AttributeValue.s) ?? .null
         item["linkedAt"] = .s(Timestamps.format(linkedAt))

@@ -71,8 +71,8 @@ struct SignInFlow: Sendable {
                     // and the link read again leads to whoever holds the identity now.
                     if try store.linkedUserID(identity.provider, identity.subject) != userID { return nil }
                     throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "user \(userID) has a link but no profile")
-                case .identityTaken:
-                    throw AuthError(.internal, "internal error", detail: "a session opening without joining found the identity taken")
+                case .identityTaken, .ceremonyRefused:
+                    throw AuthError(.internal, "internal error", detail: "a session opening without joining or ceremony found a condition failed")
                 }
             }
             if let email = verifiedEmail, let owner = try store.emailOwner(email) {
@@ -91,6 +91,8 @@ struct SignInFlow: Sendable {
                         // The email's owner already has another identity of this provider (or
                         // vanished): this identity becomes a user of its own, without the claim.
                         claimEmail = false
+                    case .ceremonyRefused:
+                        throw AuthError(.internal, "internal error", detail: "a session opening without a ceremony refused one")
                     }
                 } else {
                     claimEmail = false
@@ -150,6 +152,8 @@ struct SignInFlow: Sendable {
         case userUnavailable
         /// The user was being deleted: the deletion is finished now, and its links are gone.
         case userDeleted
+        /// A condition of the proof's own writes failed (`AccountStore.SessionOpening.ceremony`).
+        case ceremonyRefused([CancellationReason])
     }
 
     /// Opens a session for an existing user (enforcing AUTH_MAX_SESSIONS) with its first refresh
@@ -157,7 +161,7 @@ struct SignInFlow: Sendable {
     /// profile's version. `joining` (sign-in by verified email) links the identity in the same
     /// transaction.
     func openSession(userID: String, minted: inout MintedSessions, identity: VerifiedIdentity, request: SignInRequest,
-                     joining: LinkedIdentity?, logger: Logger) throws(AuthError) -> SessionOpening {
+                     joining: LinkedIdentity?, ceremony: [TransactWriteAction] = [], logger: Logger) throws(AuthError) -> SessionOpening {
         let minting = minted.session(for: userID)
         let (sessionID, family, refresh) = (minting.sessionID, minting.family, minting.refresh)
         return try retry.run("session opening") { () throws(AuthError) -> SessionOpening? in
@@ -199,7 +203,7 @@ struct SignInFlow: Sendable {
             issued.refreshTokenLifetime = refreshToken.expiresAt - now
             let opening = AccountStore.SessionOpening(
                 user: user, readVersion: readVersion, joining: joining, session: session, refreshToken: refreshToken,
-                evicted: evicted, evictedTokens: evictedTokens, emailClaimMove: emailClaimMove)
+                evicted: evicted, evictedTokens: evictedTokens, emailClaimMove: emailClaimMove, ceremony: ceremony)
             switch try store.open(opening, now: now) {
             case .opened(let revokedEveryEvictedToken):
                 for evictedID in evicted {
@@ -208,6 +212,7 @@ struct SignInFlow: Sendable {
                 if !revokedEveryEvictedToken { markEvictedTokensRevoked(userID: userID, evicted, now: now, logger: logger) }
                 return .opened(SignInResult(user: user, isNewUser: false, session: session, tokens: issued))
             case .identityTaken: return .identityTaken
+            case .ceremonyRefused(let reasons): return .ceremonyRefused(reasons)
             case .userChanged: return nil
             }
         }

@@ -54,6 +54,8 @@ public struct AuthConfiguration: Sendable {
     public var guestTTL: Int64 = 2_592_000
     /// AUTH_EMAIL: sign-in with a code sent by email (otp-start, provider `email`).
     public var emailEnabled = false
+    /// AUTH_PASSKEY_*: nil (passkeys off) unless AUTH_PASSKEY_RP_ID is set.
+    public var passkeys: PasskeySettings?
     /// AUTH_OTP_TTL: seconds a code stays valid.
     public var otpTTL: Int64 = 600
     /// AUTH_OTP_RATE: codes per address per hour.
@@ -145,6 +147,7 @@ public struct AuthConfiguration: Sendable {
         configuration.guestRate = Int(try reader.integer("AUTH_GUEST_RATE", in: 1...1_000_000) ?? 30)
         configuration.guestTTL = try reader.integer("AUTH_GUEST_TTL", in: 3600...31_536_000) ?? 2_592_000
         configuration.emailEnabled = try reader.onOff("AUTH_EMAIL") ?? false
+        configuration.passkeys = try passkeySettings(reader)
         configuration.otpTTL = try reader.integer("AUTH_OTP_TTL", in: 60...86_400) ?? 600
         configuration.otpRate = Int(try reader.integer("AUTH_OTP_RATE", in: 1...1000) ?? 5)
         if let key = reader.string("AUTH_OTP_KEY") {
@@ -276,6 +279,41 @@ public struct AuthConfiguration: Sendable {
 
     static func isValidTableName(_ name: String) -> Bool {
         (3...255).contains(name.utf8.count) && name.utf8.allSatisfy { $0.isASCIIAlphanumeric(or: "_-.") }
+    }
+}
+
+extension AuthConfiguration {
+    /// Contract section 15. The RP ID is a host name (WebAuthn Level 3 §5.1.6: a registrable
+    /// domain suffix of the origins' hosts, never a URL); origins default to `https://` + the RP ID.
+    static func passkeySettings(_ reader: EnvironmentReader) throws(AuthError) -> PasskeySettings? {
+        let variables = ["AUTH_PASSKEY_RP_NAME", "AUTH_PASSKEY_ORIGINS", "AUTH_PASSKEY_USER_VERIFICATION", "AUTH_PASSKEY_OPTIONS_RATE"]
+        guard let rpID = reader.string("AUTH_PASSKEY_RP_ID") else {
+            if let stray = variables.first(where: { reader.string($0) != nil }) {
+                throw configError(stray, "needs AUTH_PASSKEY_RP_ID (passkeys are off without it)")
+            }
+            return nil
+        }
+        let hostBytes = Array(rpID.utf8)
+        guard hostBytes.count <= 253, hostBytes.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x2E }),
+              hostBytes.first != 0x2E, hostBytes.last != 0x2E else {
+            throw configError("AUTH_PASSKEY_RP_ID", "must be a lowercase host name such as example.com")
+        }
+        let origins = reader.list("AUTH_PASSKEY_ORIGINS")
+        for origin in origins where !(origin.hasPrefix("https://") || origin.hasPrefix("http://localhost") || origin.hasPrefix("android:apk-key-hash:"))
+            || origin.hasSuffix("/") {
+            throw configError("AUTH_PASSKEY_ORIGINS", "each origin is https://HOST[:PORT] (no path), http://localhost[:PORT] or android:apk-key-hash:…")
+        }
+        let verification: Bool
+        switch reader.string("AUTH_PASSKEY_USER_VERIFICATION") {
+        case nil, "required"?: verification = true
+        case "preferred"?: verification = false
+        default: throw configError("AUTH_PASSKEY_USER_VERIFICATION", "must be required or preferred")
+        }
+        let name = reader.string("AUTH_PASSKEY_RP_NAME") ?? rpID
+        guard name.utf8.count <= 64 else { throw configError("AUTH_PASSKEY_RP_NAME", "must be at most 64 bytes") }
+        let rate = Int(try reader.integer("AUTH_PASSKEY_OPTIONS_RATE", in: 1...1_000_000) ?? 1000)
+        return PasskeySettings(relyingPartyID: rpID, relyingPartyName: name, origins: origins.isEmpty ? ["https://\(rpID)"] : origins,
+                               userVerificationRequired: verification, loginOptionsPerSourceIP: rate)
     }
 }
 

@@ -10,9 +10,11 @@ public struct ProviderName: RawRepresentable, Sendable, CaseIterable, Hashable {
     public static let apple = ProviderName(uncheckedRawValue: "apple")
     /// An address proven by a one-time code (OneTimeCodes/), never by an ID token.
     public static let email = ProviderName(uncheckedRawValue: "email")
+    /// A WebAuthn credential (Passkeys/): a user may hold several, each its own identity.
+    public static let passkey = ProviderName(uncheckedRawValue: "passkey")
 
     /// The built-in providers, in declaration order (which orders links made in the same second).
-    public static let allCases: [ProviderName] = [.google, .apple, .email]
+    public static let allCases: [ProviderName] = [.google, .apple, .email, .passkey]
 
     /// Names a configured provider may not take: the built-ins and the proofs that are not ID
     /// tokens (guests, passkeys).

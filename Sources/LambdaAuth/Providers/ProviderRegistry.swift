@@ -100,6 +100,10 @@ struct ProviderRegistry: Sendable {
     /// The identity provider a request names, for an unlink (which proves nothing): only
     /// providers whose identities a user can hold.
     func identityProvider(named name: String) throws(AuthError) -> ProviderName {
+        // A user holds several passkeys: one is deleted by its id (`passkey` delete), not by name.
+        if name == ProviderName.passkey.rawValue {
+            throw AuthError(.invalidRequest, "a passkey is deleted by the passkey handler's delete action, with its passkeyId")
+        }
         guard let provider = ProviderName(rawValue: name), entries.contains(where: { $0.name == name }) else {
             let names = entries.map(\.name).filter { ProviderName(rawValue: $0) != nil }.joined(separator: ", ")
             throw AuthError(.unsupportedProvider, "provider must be one of \(names)")
@@ -110,13 +114,13 @@ struct ProviderRegistry: Sendable {
 
 extension AuthServices {
     /// The registry every handler that takes a proof asks: Google, Apple, each configured OIDC
-    /// provider, email codes, guests.
+    /// provider, email codes, guests, passkeys.
     var providers: ProviderRegistry {
         let signIn = self.signIn
         let idTokens = (ProviderName.idTokenProviders + verifier.configuredProviders).map { provider -> any SignInProvider in
             IDTokenSignIn(provider: provider, flow: signIn, verifier: verifier)
         }
         return ProviderRegistry(entries: idTokens + [EmailCodeSignIn(flow: signIn, oneTimeCodes: oneTimeCodesOnUse),
-                                                     GuestSignIn(guests: guestSignIn)])
+                                                     GuestSignIn(guests: guestSignIn), PasskeySignIn(flow: passkeys)])
     }
 }

@@ -16,6 +16,8 @@ public struct RateLimitScope: Sendable, Hashable, CustomStringConvertible {
 
     /// Guest creations per source IP (AUTH_GUEST_RATE).
     public static let guestSignInPerIP = RateLimitScope("guest-ip")
+    /// Passkey login-options per source IP (AUTH_PASSKEY_OPTIONS_RATE): each writes a challenge.
+    public static let passkeyOptionsPerIP = RateLimitScope("passkey-options-ip")
 }
 
 /// A number of events allowed in any window of `window` seconds (an hour unless said otherwise).

@@ -69,6 +69,9 @@ public enum OpenAPIDocument {
                                                     errorStatuses: ["401"]),
         "POST /auth/otp/start": Operation(summary: "Send a sign-in code by email", request: ref("OneTimeCodeStartRequest"),
                                           success: ("202", ref("OneTimeCodeSent")), errorStatuses: ["429", "502"]),
+        "POST /auth/passkey": Operation(summary: "Passkeys: registration and sign-in options, register, list, delete",
+                                        request: ref("PasskeyRequest"), success: ("200", ref("PasskeyResponse")),
+                                        errorStatuses: ["401", "404", "409", "429"]),
     ]
 
     static func operation(_ route: HTTPRoute, handler: String) -> JSONValue {
@@ -105,7 +108,7 @@ public enum OpenAPIDocument {
         switch status {
         case "400": "Invalid request (INVALID_REQUEST, UNSUPPORTED_PROVIDER, PROVIDER_NOT_CONFIGURED)"
         case "401": "A token or code was refused"
-        case "404": "SESSION_NOT_FOUND"
+        case "404": "SESSION_NOT_FOUND or PASSKEY_NOT_FOUND"
         case "409": "A conflict between identities"
         case "429": "RATE_LIMITED, with retryAfter and a retry-after header"
         case "500": "CONFIG_ERROR or INTERNAL"
@@ -156,14 +159,29 @@ public enum OpenAPIDocument {
                 "idToken": string, "nonce": string, "device": ref("Device"), "profile": object(["name": string]),
                 "authorizationCode": ["type": "string", "description": "apple only: exchanged for Apple's refresh token"],
                 "email": ["type": "string", "description": "provider email"], "code": ["type": "string", "description": "provider email: the six digits sent"],
+                "credential": ["type": "object", "description": "provider passkey: an AuthenticationResponseJSON (WebAuthn Level 3)"],
             ], required: ["provider"]),
             "RefreshRequest": object(["refreshToken": string], required: ["refreshToken"]),
-            "LinkRequest": object(["provider": string, "idToken": string, "nonce": string, "email": string, "code": string],
-                                  required: ["provider"]),
+            "LinkRequest": object(["provider": string, "idToken": string, "nonce": string, "email": string, "code": string,
+                                   "credential": ["type": "object"]], required: ["provider"]),
             "UnlinkRequest": object(["provider": string], required: ["provider"]),
             "SignOutRequest": object(["refreshToken": string, "scope": ["type": "string", "enum": ["session", "others", "global"]]]),
             "RevokeSessionRequest": object(["sessionId": string], required: ["sessionId"]),
-            "ReauthenticationRequest": object(["provider": string, "idToken": string, "nonce": string, "email": string, "code": string]),
+            "ReauthenticationRequest": object(["provider": string, "idToken": string, "nonce": string, "email": string, "code": string,
+                                               "credential": ["type": "object"]]),
+            "PasskeyRequest": object([
+                "action": ["type": "string", "enum": ["register-options", "register", "list", "delete", "login-options"]],
+                "credential": ["type": "object", "description": "register: a RegistrationResponseJSON (WebAuthn Level 3)"],
+                "name": string, "passkeyId": string,
+            ], required: ["action"]),
+            "Passkey": object(["id": string, "name": string, "createdAt": timestamp, "lastUsedAt": ["type": ["string", "null"], "format": "date-time"]],
+                              required: ["id", "name", "createdAt", "lastUsedAt"]),
+            "PasskeyResponse": ["oneOf": [
+                object(["publicKey": ["type": "object"]], required: ["publicKey"]),
+                object(["passkey": ref("Passkey")], required: ["passkey"]),
+                object(["passkeys": ["type": "array", "items": ref("Passkey")]], required: ["passkeys"]),
+                object(["deleted": ["const": true]], required: ["deleted"]),
+            ]],
             "AppleNotification": object(["payload": string], required: ["payload"]),
             "OneTimeCodeStartRequest": object(["email": string], required: ["email"]),
             "Identity": object(["provider": string, "subject": string, "email": nullableString, "linkedAt": timestamp,

@@ -38,14 +38,22 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case otpInvalid = "OTP_INVALID"
     case otpExpired = "OTP_EXPIRED"
     case otpAttemptsExceeded = "OTP_ATTEMPTS_EXCEEDED"
+    /// A passkey ceremony failed a WebAuthn check (the message names it), or named an unknown
+    /// credential (never said apart from a bad signature).
+    case passkeyInvalid = "PASSKEY_INVALID"
+    /// A WebAuthn challenge that is unknown, already used or past its 300 s.
+    case challengeExpired = "CHALLENGE_EXPIRED"
+    case passkeyNotFound = "PASSKEY_NOT_FOUND"
+    case passkeyAlreadyRegistered = "PASSKEY_ALREADY_REGISTERED"
+    case passkeyLimitReached = "PASSKEY_LIMIT_REACHED"
 
     public var status: Int {
         switch self {
         case .invalidRequest, .unsupportedProvider, .providerNotConfigured: return 400
-        case .sessionNotFound, .notFound: return 404
+        case .sessionNotFound, .notFound, .passkeyNotFound: return 404
         case .rateLimited: return 429
         case .providerUnavailable: return 502
-        case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity: return 409
+        case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity, .passkeyAlreadyRegistered, .passkeyLimitReached: return 409
         case .configError, .internal: return 500
         case .jwksUnavailable, .storeUnavailable, .credentialsUnavailable: return 503
         default: return 401

@@ -31,7 +31,11 @@ import LambdaAuthTooling
 /// `{{emailCode ADDRESS}}` (`{{wrongEmailCode ADDRESS}}`): the newest code sent to ADDRESS (any
 /// other six digits), read from the replay's own outbox (AUTH_EMAIL_SENDER=outbox:, set for every
 /// step); environment values may hold `{{signingKey NAME}}` (a scenario that sets
-/// `AUTH_SIGNING_KEYS` replaces the backend's own key). `path` is the HTTP path of http/rest events
+/// `AUTH_SIGNING_KEYS` replaces the backend's own key). A string that is exactly
+/// `{{passkeyRegistration NAME challenge=… handle=…}}` or `{{passkeyAssertion NAME challenge=…}}`
+/// (values base64url or `$saved`) becomes a credential object from the replay's software
+/// authenticator NAME (ES256; RP ID `example.com`, origin `https://example.com` unless `rpId=`,
+/// `origin=` say otherwise), kept across the steps. `path` is the HTTP path of http/rest events
 /// (default `/auth/<handler>`).
 struct Scenario {
     struct Step {
@@ -157,12 +161,13 @@ struct ScenarioRunner {
         var saved: [String: String] = [:]
         var report: [String] = []
         let signingKeys = NamedSigningKeys()
+        let passkeys = NamedPasskeyAuthenticators()
         for (index, step) in scenario.steps.enumerated() {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
             apple?.clock.set(clock)
             var filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys,
-                                           appleServer: apple, outbox: world + "/outbox", oidcIssuers: oidcIssuers)
+                                           appleServer: apple, outbox: world + "/outbox", oidcIssuers: oidcIssuers, passkeys: passkeys)
             let scenarioVariables = try scenario.environment.merging(step.environment) { $1 }.mapValues(filler.fill)
             var variables = baseEnvironment.merging(scenarioVariables) { $1 }
             filler.oidcConfiguration = variables["AUTH_OIDC_PROVIDERS"]

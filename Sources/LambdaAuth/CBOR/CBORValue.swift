@@ -1,0 +1,78 @@
+/// A CBOR data item (RFC 8949) of the kinds WebAuthn uses: attestation objects, COSE keys and
+/// authenticator extensions. Floats, tags, undefined and other simple values are never decoded
+/// (`CBORDecoder` refuses them), so they have no case here.
+public enum CBORValue: Equatable, Sendable {
+    case unsigned(UInt64)
+    /// The integer −1 − `n`: CBOR's negative range reaches −2⁶⁴, beyond Int64.
+    case negative(UInt64)
+    case bytes([UInt8])
+    case text(String)
+    case array([CBORValue])
+    /// Entries in the order they were encoded; keys are unique (the decoder refuses duplicates).
+    case map([CBORMapEntry])
+    case bool(Bool)
+    case null
+
+    /// The integer value when it fits an Int64 (COSE labels and algorithm identifiers do).
+    public var integerValue: Int64? {
+        switch self {
+        case .unsigned(let value): return value <= UInt64(Int64.max) ? Int64(value) : nil
+        case .negative(let value): return value <= UInt64(Int64.max) ? -1 - Int64(value) : nil
+        default: return nil
+        }
+    }
+
+    public var bytesValue: [UInt8]? {
+        if case .bytes(let value) = self { return value }
+        return nil
+    }
+
+    public var textValue: String? {
+        if case .text(let value) = self { return value }
+        return nil
+    }
+
+    public var mapEntries: [CBORMapEntry]? {
+        if case .map(let entries) = self { return entries }
+        return nil
+    }
+
+    public var arrayValue: [CBORValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    /// The value under `key` in a map; nil when this is not a map or has no such key.
+    public subscript(key: CBORValue) -> CBORValue? {
+        mapEntries?.first(where: { $0.key == key })?.value
+    }
+
+    public subscript(label: Int64) -> CBORValue? {
+        self[label >= 0 ? .unsigned(UInt64(label)) : .negative(UInt64(-1 - label))]
+    }
+
+    public subscript(text: String) -> CBORValue? { self[.text(text)] }
+}
+
+public struct CBORMapEntry: Equatable, Sendable {
+    public let key: CBORValue
+    public let value: CBORValue
+
+    public init(key: CBORValue, value: CBORValue) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// Why an input is not a CBOR item we accept, and where.
+public struct CBORError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let reason: String
+    public let offset: Int
+
+    public init(reason: String, offset: Int) {
+        self.reason = reason
+        self.offset = offset
+    }
+
+    public var description: String { "\(reason) at byte \(offset)" }
+}

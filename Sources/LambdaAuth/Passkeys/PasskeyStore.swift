@@ -1,0 +1,199 @@
+import Crypto
+
+/// The passkey items of the single-table layout (README, "Passkeys"):
+/// - `PASSKEY_CHALLENGE#<challenge>` / `CHALLENGE`: purpose, userId (registration), expiresAt, ttl;
+/// - `USER#<userId>` / `WEBAUTHN#HANDLE`: the user's opaque handle (WebAuthn's user.id);
+/// - `IDENTITY#passkey#<passkeyId>` / `LINK`: the link every identity has, plus what an assertion
+///   is checked against (public key, sign count, user handle, backup eligibility), so a sign-in
+///   reads one item for the credential;
+/// - `USER#<userId>` / `IDENTITY#passkey#<passkeyId>`: the user's side, plus what `list` shows
+///   (name, lastUsedAt, backup state, transports) and the credential id for excludeCredentials.
+struct PasskeyStore: Sendable {
+    let table: any Table
+
+    /// A ceremony's challenge lives this long (contract section 15).
+    static let challengeLifetime: Int64 = 300
+    static let maximumPasskeysPerUser = 10
+
+    enum Purpose: String { case register, authenticate }
+
+    static func challengeKey(_ challenge: [UInt8]) -> TableKey {
+        TableKey(pk: "PASSKEY_CHALLENGE#\(Base64.urlEncoded(challenge))", sk: "CHALLENGE")
+    }
+
+    static func handleKey(_ userID: String) -> TableKey { TableKey(pk: Keys.user(userID), sk: "WEBAUTHN#HANDLE") }
+
+    /// A credential id can be 1023 bytes; its SHA-256 keeps keys and subjects short and fixed.
+    static func passkeyID(credentialID: [UInt8]) -> String { Base64.urlEncoded(SHA256.hash(data: credentialID)) }
+
+    /// `handle`: for a registration, the user handle its options gave the authenticator.
+    func putChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, handle: [UInt8]? = nil, now: Int64) throws(AuthError) {
+        var item = Self.challengeKey(challenge).item
+        item["purpose"] = .s(purpose.rawValue)
+        if let userID { item["userId"] = .s(userID) }
+        if let handle { item["handle"] = .s(Base64.urlEncoded(handle)) }
+        item["expiresAt"] = .n(now + Self.challengeLifetime)
+        item["ttl"] = .n(now + Self.challengeLifetime)
+        do { try table.putItem(item, condition: "attribute_not_exists(PK)", attributes: .init()) } catch { throw error.authError }
+    }
+
+    /// Deletes the challenge if it is unused, unexpired, of this purpose and (registration) this
+    /// user's, issued with the handle being stored: the first action of the transaction that
+    /// registers or opens the session, whose failure is CHALLENGE_EXPIRED.
+    static func consumeChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, handle: [UInt8]? = nil,
+                                 now: Int64) -> TransactWriteAction {
+        var condition = "attribute_exists(PK) AND purpose = :purpose AND expiresAt > :now"
+        var values: [String: AttributeValue] = [":purpose": .s(purpose.rawValue), ":now": .n(now)]
+        if let userID {
+            condition += " AND userId = :user"
+            values[":user"] = .s(userID)
+        }
+        if let handle {
+            condition += " AND handle = :handle"
+            values[":handle"] = .s(Base64.urlEncoded(handle))
+        }
+        return .delete(key: challengeKey(challenge), condition: condition, attributes: ExpressionAttributes(values: values))
+    }
+
+    static let challengeExpired = AuthError(.challengeExpired, "the challenge is unknown, used or expired; ask for new options")
+
+    static func handleItem(_ userID: String, handle: [UInt8]) -> Item {
+        var item = handleKey(userID).item
+        item["handle"] = .s(Base64.urlEncoded(handle))
+        return item
+    }
+
+    /// The user's handle, created on first use: 32 random bytes, never derived from the user id.
+    /// A guest's vanishes with the guest (`expiresAt`: its `ttl`) unless a passkey upgrades it.
+    func userHandle(of userID: String, random: any RandomSource, expiresAt: Int64? = nil) throws(AuthError) -> [UInt8] {
+        if let stored = try existingUserHandle(of: userID) { return stored }
+        let handle = random.bytes(32)
+        var item = Self.handleItem(userID, handle: handle)
+        if let expiresAt { item["ttl"] = .n(expiresAt) }
+        do {
+            try table.putItem(item, condition: "attribute_not_exists(PK)", attributes: .init())
+            return handle
+        } catch .conditionFailed {
+            // A concurrent first use wrote one: it is the user's.
+            guard let stored = try table.read(Self.handleKey(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded) else {
+                throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the passkey handle vanished")
+            }
+            return stored
+        } catch {
+            throw error.authError
+        }
+    }
+
+    /// The handle if the user has one; never creates one (a registration must write nothing
+    /// before its transaction).
+    func existingUserHandle(of userID: String) throws(AuthError) -> [UInt8]? {
+        try table.read(Self.handleKey(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded)
+    }
+
+    /// A stored passkey as a sign-in finds it by credential id.
+    struct Credential {
+        var passkeyID: String
+        var userID: String
+        var stored: StoredCredential
+    }
+
+    func credential(passkeyID: String) throws(AuthError) -> Credential? {
+        guard let item = try table.read(Keys.identityLink(.passkey, passkeyID)),
+              let userID = item["userId"]?.stringValue,
+              let key = item["publicKey"]?.stringValue.flatMap(Base64.urlDecoded),
+              let count = item["signCount"]?.int64Value, let handle = item["userHandle"]?.stringValue.flatMap(Base64.urlDecoded) else { return nil }
+        return Credential(passkeyID: passkeyID, userID: userID,
+                          stored: StoredCredential(publicKeyBytes: key, signCount: UInt32(clamping: count), userHandle: handle,
+                                                   backupEligible: item["backupEligible"]?.boolValue ?? false))
+    }
+
+    /// The assertion's writes: the challenge consumed, the count moved on from the one read (two
+    /// assertions of one count cannot both pass), the user's side marked used.
+    static func assertionWrites(challenge: [UInt8], credential: Credential, assertion: VerifiedAssertion, now: Int64) -> [TransactWriteAction] {
+        [consumeChallenge(challenge, purpose: .authenticate, userID: nil, now: now),
+         .update(key: Keys.identityLink(.passkey, credential.passkeyID), update: "SET signCount = :count",
+                 condition: "userId = :user AND signCount = :read",
+                 attributes: ExpressionAttributes(values: [":count": .n(Int64(assertion.signCount)), ":user": .s(credential.userID),
+                                                           ":read": .n(Int64(credential.stored.signCount))])),
+         .update(key: Keys.userIdentity(credential.userID, .passkey, subject: credential.passkeyID),
+                 update: "SET lastUsedAt = :now, backedUp = :backedUp", condition: "attribute_exists(PK)",
+                 attributes: ExpressionAttributes(values: [":now": .s(Timestamps.format(now)), ":backedUp": .bool(assertion.backedUp)]))]
+    }
+
+    /// Why `assertionWrites` were refused, from their cancellation reasons.
+    static func assertionRefusal(_ reasons: [CancellationReason]) -> AuthError {
+        if reasons.failed(0) { return challengeExpired }
+        if reasons.failed(1) { return AuthError(.passkeyInvalid, "signCount was used by a concurrent sign-in with this passkey") }
+        return AuthError(.passkeyInvalid, "the passkey was deleted")
+    }
+
+    /// The passkeys a user's side lists.
+    struct Listed {
+        var passkeyID: String
+        var credentialID: [UInt8]
+        var name: String
+        var createdAt: Int64
+        var lastUsedAt: Int64?
+        var transports: [String]
+
+        var json: JSONValue {
+            ["id": .string(passkeyID), "name": .string(name), "createdAt": .string(Timestamps.format(createdAt)),
+             "lastUsedAt": lastUsedAt.map { .string(Timestamps.format($0)) } ?? .null]
+        }
+    }
+
+    func passkeys(of userID: String) throws(AuthError) -> [Listed] {
+        let items = try table.queryAll(QueryRequest(
+            keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
+            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s("IDENTITY#passkey#")])))
+        return items.compactMap { item -> Listed? in
+            guard let id = item["subject"]?.stringValue, let linkedAt = item["linkedAt"].flatMap(Timestamps.parse) else { return nil }
+            let transports: [String]
+            if case .l(let values)? = item["transports"] { transports = values.compactMap(\.stringValue) } else { transports = [] }
+            return Listed(passkeyID: id, credentialID: item["credentialId"]?.stringValue.flatMap(Base64.urlDecoded) ?? [],
+                          name: item["name"]?.stringValue ?? "Passkey", createdAt: linkedAt,
+                          lastUsedAt: item["lastUsedAt"].flatMap(Timestamps.parse), transports: transports)
+        }.sorted { ($0.createdAt, $0.passkeyID) < ($1.createdAt, $1.passkeyID) }
+    }
+
+    private enum RegistrationStep: Equatable { case challenge, link, userSide, profile }
+
+    enum RegistrationOutcome {
+        case registered
+        case challengeExpired
+        case alreadyRegistered
+        case userChanged
+    }
+
+    /// One transaction: the challenge consumed, both sides of the link, and `profile`: the identity
+    /// count and version (so a concurrent registration re-reads and the limit of 10 holds), or a
+    /// guest's whole profile as a full user's, whose handle then loses its `ttl` too.
+    func register(_ registration: VerifiedRegistration, identity: LinkedIdentity, challenge: [UInt8], name: String, handle: [UInt8],
+                  userID: String, profile: TransactWriteAction, upgradingGuest: Bool, now: Int64) throws(AuthError) -> RegistrationOutcome {
+        var link = identity.linkItem(userID: userID)
+        link["credentialId"] = .s(Base64.urlEncoded(registration.credentialID))
+        link["publicKey"] = .s(Base64.urlEncoded(registration.publicKeyBytes))
+        link["algorithm"] = .n(registration.algorithm.rawValue)
+        link["signCount"] = .n(Int64(registration.signCount))
+        link["userHandle"] = .s(Base64.urlEncoded(handle))
+        link["backupEligible"] = .bool(registration.backupEligible)
+        var userSide = identity.userSideItem(userID: userID)
+        userSide["credentialId"] = .s(Base64.urlEncoded(registration.credentialID))
+        userSide["name"] = .s(name)
+        userSide["lastUsedAt"] = .null
+        userSide["backedUp"] = .bool(registration.backedUp)
+        userSide["transports"] = .l(registration.transports.map(AttributeValue.s))
+        userSide["attestationFormat"] = .s(registration.attestationFormat)
+        var plan = TransactionPlan<RegistrationStep>()
+        plan.add(.challenge, Self.consumeChallenge(challenge, purpose: .register, userID: userID, handle: handle, now: now))
+        plan.add(.link, .put(link, condition: "attribute_not_exists(PK)"))
+        plan.add(.userSide, .put(userSide, condition: "attribute_not_exists(PK)"))
+        plan.add(.profile, profile)
+        if upgradingGuest { plan.add([.put(Self.handleItem(userID, handle: handle))]) }
+        guard let cancellation = try table.run(plan) else { return .registered }
+        if cancellation.failed(.challenge) { return .challengeExpired }
+        if cancellation.failed(.link) || cancellation.failed(.userSide) { return .alreadyRegistered }
+        if cancellation.failed(.profile) { return .userChanged }
+        throw AuthError(.internal, "internal error", detail: "passkey registration cancelled: \(cancellation.codes)")
+    }
+}
