@@ -52,6 +52,23 @@ public enum CBORValue: Equatable, Sendable {
     }
 
     public subscript(text: String) -> CBORValue? { self[.text(text)] }
+
+    /// Written out rather than synthesized: the synthesized comparison of this recursive enum was
+    /// inlined at each use (the map lookup and the decoder's duplicate-key check, 17 KB of code
+    /// apiece in a size-optimised build, against the zips' ceiling).
+    @inline(never)
+    public static func == (lhs: CBORValue, rhs: CBORValue) -> Bool {
+        switch (lhs, rhs) {
+        case let (.unsigned(left), .unsigned(right)), let (.negative(left), .negative(right)): return left == right
+        case let (.bytes(left), .bytes(right)): return left == right
+        case let (.text(left), .text(right)): return left == right
+        case let (.array(left), .array(right)): return left == right
+        case let (.map(left), .map(right)): return left == right
+        case let (.bool(left), .bool(right)): return left == right
+        case (.null, .null): return true
+        default: return false
+        }
+    }
 }
 
 public struct CBORMapEntry: Equatable, Sendable {
