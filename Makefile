@@ -7,7 +7,7 @@ SWIFT ?= swift
 # linked in too and no RUNPATH, so that the loader maps only libc and libm (a cold process 1.5 ms
 # shorter). Source paths are written relative to the checkout (`-ffile-prefix-map`,
 # `-file-prefix-map`): BoringSSL's error records and assertions hold some 1,600 of them, so the
-# zips' size no longer depends on the folder a clone sits in. See Infra/README.md, "Size and start-up".
+# zips' size no longer depends on the folder a clone sits in. See docs/packaging.md, "Size and start-up".
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize -Xcc -Os -Xcxx -Os \
 	-Xcc -ffile-prefix-map=$(CURDIR)/= -Xcxx -ffile-prefix-map=$(CURDIR)/= -Xswiftc -file-prefix-map -Xswiftc $(CURDIR)/= \
 	-Xswiftc -use-ld=lld -Xlinker --wrap=hypotf -Xlinker --no-export-dynamic -Xlinker -no-pie \
@@ -81,21 +81,23 @@ demo:
 	Tests/Scripts/prerequisites.sh demo
 	$(MAKE) build
 	$(BIN)/authctl demo
-	@echo "next: make serve, then curl -s -X POST http://127.0.0.1:8787/dev/idp/google/token -d '{\"sub\": \"123\"}' (README, \"Local development\")"
+	@echo "next: make serve, then curl -s -X POST http://127.0.0.1:8787/dev/idp/google/token -d '{\"sub\": \"123\"}' (docs/local-development.md)"
 
-# The HTTP API on 127.0.0.1:8787 (README, "Local development"); HOST=0.0.0.0 to reach it from a device.
+# The HTTP API on 127.0.0.1:8787 (docs/local-development.md); HOST=0.0.0.0 to reach it from a device.
 serve:
 	Tests/Scripts/prerequisites.sh demo
 	$(SWIFT) build $(RELEASE_FLAGS) --product authctl
 	$(BIN)/authctl serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 # After package, so that the zip sizes are measured too; the bench runs the release handlers and
-# finds them beside authctl, and moto_server for the production-backend rows.
+# finds them beside authctl, and moto_server for the production-backend rows. It prints its table
+# and writes docs/benchmarks.md (the table, the machine, the date, the commit): the only place the
+# figures are written down.
 bench:
 	Tests/Scripts/prerequisites.sh test
 	$(MAKE) package
 	for product in authctl auth-bench; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
-	$(BIN)/auth-bench
+	$(BIN)/auth-bench --markdown docs/benchmarks.md
 
 invoke: build
 	@test -n "$(EVENT)" || (echo "usage: make invoke HANDLER=signin EVENT=Events/..." >&2; exit 2)

@@ -3,14 +3,14 @@ import PackageDescription
 
 // Lean on purpose: cold start and build time are product features. swift-crypto is the only
 // cryptography; HTTP goes through the system libcurl so the handlers can stay on
-// FoundationEssentials (see README, "Why libcurl").
+// FoundationEssentials (see docs/design-decisions.md, "Why libcurl").
 let package = Package(
     name: "lambda-auth",
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LambdaAuth", targets: ["LambdaAuth"]),
-        // For other Swift services: verifies our access tokens from the JWKS URL (README,
-        // "Verifying our tokens in another Swift service").
+        // For other Swift services: verifies our access tokens from the JWKS URL
+        // (docs/keys-and-secrets.md, "Verifying our tokens in another Swift service").
         .library(name: "LambdaAuthVerifier", targets: ["LambdaAuthVerifier"]),
         .executable(name: "signin", targets: ["signin"]),
         .executable(name: "refresh", targets: ["refresh"]),
@@ -35,7 +35,7 @@ let package = Package(
         // libcurl's few types and constants, declared without its development headers: it is
         // loaded with dlopen (LambdaAuthVerifier/HTTP/CurlHTTPClient.swift), so nothing here needs libcurl to build.
         .systemLibrary(name: "CCurl"),
-        // Symbol-version wrappers for the shipped binaries (Infra/README.md, "Symbol versions").
+        // Symbol-version wrappers for the shipped binaries (docs/packaging.md, "Symbol versions").
         .target(name: "CGlibcCompat"),
         // What verifying a token needs (JOSE, JWKS fetch and cache, HTTP, errors) and nothing of
         // the tables or the handlers: resource servers link it alone; LambdaAuth re-exports it.

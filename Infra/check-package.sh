@@ -200,7 +200,7 @@ for handler in ${HANDLERS:-$("$(dirname "$0")/handler-names.sh")}; do
     rm -rf "$work"
     size=$(stat -c %s "$zip_file")
     if [ "$size" -gt "$MAX_ZIP_BYTES" ]; then
-        problems+=$'\n'"  the zip is $size bytes, over the $MAX_ZIP_BYTES of issue 15 (Infra/README.md, \"Size and start-up\")"
+        problems+=$'\n'"  the zip is $size bytes, over the $MAX_ZIP_BYTES of issue 15 (docs/packaging.md, \"Size and start-up\")"
     fi
     if [ -n "$(tr -d '[:space:]' <<<"$problems")" ]; then
         echo "FAIL $zip_file ($size bytes):"

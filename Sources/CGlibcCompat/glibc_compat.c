@@ -1,5 +1,5 @@
 // Keeps the shipped binaries loadable on glibc 2.34 (Lambda's provided.al2023) although they are
-// linked here against a newer glibc. See Infra/README.md, "Symbol versions".
+// linked here against a newer glibc. See docs/packaging.md, "Symbol versions".
 //
 // glibc 2.35 gave hypotf a new default symbol version (GLIBC_2.35) when it moved the errno
 // handling into the function; the static Swift runtime's Glibc overlay calls hypotf, so a plain

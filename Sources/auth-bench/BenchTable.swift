@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTooling
 
 struct BenchSection {
     let name: String
@@ -12,12 +13,7 @@ enum BenchSections {
 
 /// Rows of `measurement | value | unit | target`, printed as one aligned table.
 struct BenchTable {
-    struct Row {
-        let section: String
-        let measurement: String
-        let value: String
-        let target: String
-    }
+    typealias Row = BenchReport.Row
     private(set) var rows: [Row] = []
 
     mutating func add(_ section: String, _ measurement: String, _ value: String, target: String = "") {

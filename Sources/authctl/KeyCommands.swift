@@ -1,7 +1,7 @@
 import ArgumentParser
 import LambdaAuth
 
-/// `authctl keys generate`: a new access-token key for `AUTH_SIGNING_KEYS` (README, "Key rotation").
+/// `authctl keys generate`: a new access-token key for `AUTH_SIGNING_KEYS` (docs/keys-and-secrets.md, "Key rotation").
 struct KeyCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
@@ -45,7 +45,7 @@ struct KeyCommands: ParsableCommand {
     /// Kept apart from the signing keys' commands: it reads only AUTH_DATA_KEYS and the store.
     struct Reseal: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Re-seal every stored value under the first key of AUTH_DATA_KEYS (README, \"Data-key rotation\").")
+            abstract: "Re-seal every stored value under the first key of AUTH_DATA_KEYS (docs/keys-and-secrets.md, \"Data-key rotation\").")
 
         func run() throws {
             let configuration = try AuthCtlContext.current.configuration()

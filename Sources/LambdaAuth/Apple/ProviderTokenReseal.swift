@@ -1,6 +1,6 @@
 /// `authctl keys reseal`: every stored provider token that an older data key sealed is sealed
 /// again under the first key of AUTH_DATA_KEYS, so that the older key can then be dropped
-/// (README, "Data-key rotation"). All or nothing in intent: every value is opened before anything
+/// (docs/keys-and-secrets.md, "Data-key rotation"). All or nothing in intent: every value is opened before anything
 /// is written, and one that no listed key opens stops it with the store unchanged.
 public enum ProviderTokenReseal {
     public struct Outcome: Sendable, Equatable {

@@ -1,5 +1,5 @@
 /// The access-token keys of one deployment, in order: the first signs, every one verifies and is
-/// published. Rotation is a change of this list (README, "Key rotation"): a new key is added second
+/// published. Rotation is a change of this list (docs/keys-and-secrets.md, "Key rotation"): a new key is added second
 /// (published, not yet signing), moved first, and the old one removed once no token it signed
 /// can still be unexpired.
 public struct AccessTokenKeySet: Sendable {

@@ -16,7 +16,7 @@ public struct DiscoveryDocuments: Sendable {
     }
 
     /// How long a resource server may keep them: also the wait between publishing a new key and
-    /// signing with it (README, "Key rotation").
+    /// signing with it (docs/keys-and-secrets.md, "Key rotation").
     public static let cacheSeconds = 300
 
     public let issuer: String

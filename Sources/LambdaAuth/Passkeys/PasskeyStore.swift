@@ -1,6 +1,6 @@
 import Crypto
 
-/// The passkey items of the single-table layout (README, "Passkeys"):
+/// The passkey items of the single-table layout (docs/table-layout.md):
 /// - `PASSKEY_CHALLENGE#<challenge>` / `CHALLENGE`: purpose, userId (registration), expiresAt, ttl;
 /// - `USER#<userId>` / `WEBAUTHN#HANDLE`: the user's opaque handle (WebAuthn's user.id);
 /// - `IDENTITY#passkey#<passkeyId>` / `LINK`: the link every identity has, plus what an assertion

@@ -12,7 +12,7 @@ struct ProvenIdentity: Sendable {
 /// One way of signing in, as a value: a request's proof in, a verified identity (or, for guests,
 /// a new anonymous user) out. Sign-in, link and re-authentication ask the registry for the entry
 /// a request names and never switch on provider names themselves, so a new provider is a new
-/// entry (README, "Adding a provider").
+/// entry (README.md, "Adding a provider").
 protocol SignInProvider: Sendable {
     var name: String { get }
     /// The identity a link or a re-authentication proves; nil: this provider proves none (a guest).

@@ -2,7 +2,7 @@ import Crypto
 
 /// The AES-256-GCM keys of values kept sealed at rest (`AUTH_DATA_KEYS`, or `AUTH_DATA_KEY` for a
 /// single key). The first seals; every one opens, so a key can be rotated in without making
-/// what the old one sealed unreadable (README, "Data-key rotation").
+/// what the old one sealed unreadable (docs/keys-and-secrets.md, "Data-key rotation").
 public struct DataKeys: Sendable {
     /// In the operator's order: `keys[0]` seals.
     private let keys: [SymmetricKey]

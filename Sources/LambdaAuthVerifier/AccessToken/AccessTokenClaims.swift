@@ -1,6 +1,6 @@
-/// The claims of one of our access tokens after verification (README, "Keys for the app's own
-/// APIs"): who (`sub`), which session (`sid`), whether the user is a guest, and the operators'
-/// app metadata.
+/// The claims of one of our access tokens after verification (docs/keys-and-secrets.md, "Keys
+/// for the app's own APIs"): who (`sub`), which session (`sid`), whether the user is a guest, and
+/// the operators' app metadata.
 public struct AccessTokenClaims: Sendable, Equatable {
     /// `sub`: the user's id.
     public let userID: String

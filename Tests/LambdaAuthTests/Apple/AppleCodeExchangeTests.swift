@@ -120,7 +120,7 @@ import Testing
         setup.expectNoSecretLeaked([refused, deleted])
     }
 
-    /// On DynamoDB through a counting proxy: the unlink costs the README's three requests.
+    /// On DynamoDB through a counting proxy: the unlink costs the three requests docs/aws-backends.md counts.
     @Test(arguments: FlowWorld.Backend.allCases)
     func unlinkingAppleRevokesFirstAndStopsWhenAppleIsDown(backend: FlowWorld.Backend) throws {
         let proxy = backend == .dynamoDB ? try DynamoDBProxy(forwardingTo: MotoServer.shared().endpoint) : nil

@@ -5,11 +5,11 @@ import Testing
 
 /// `Infra/template.yaml` as CloudFormation deploys it: translated by AWS's SAM translator
 /// (Tests/Scripts/template_check.py), its intrinsics resolved for a parameter set, then checked:
-/// every function's environment names only variables the README documents, the JWT authorizer's
+/// every function's environment names only variables docs/configuration.md documents, the JWT authorizer's
 /// issuer and audience are what the functions sign, the functions require RS256 keys, and the
 /// API's routes are the handler catalogue's, each behind the authorizer exactly where it says.
 @Suite struct TemplateTranslationTests {
-    static let documents = ["README.md", "Infra/README.md"]
+    static let documents = ["docs/configuration.md"]
 
     /// `handler: METHOD path [guarded]` for every route of the catalogue, and the template's one
     /// route to a function that is no handler: the example of the app's own API.

@@ -83,7 +83,7 @@ import Testing
         #expect(otherAPI == [Verdict(authorizer: "aud names no audience", pyjwt: "InvalidAudienceError")])
     }
 
-    /// README, "Key rotation", from a P-256 key to an RSA key, with PyJWT as the resource server.
+    /// docs/keys-and-secrets.md, "Key rotation", from a P-256 key to an RSA key, with PyJWT as the resource server.
     @Test(arguments: FlowWorld.Backend.allCases)
     func pyJWTFollowsARotationFromES256ToRS256(_ backend: FlowWorld.Backend) throws {
         let (old, new) = (AccessTokenKey.generate(.es256), AccessTokenKey.generate(.rs256))

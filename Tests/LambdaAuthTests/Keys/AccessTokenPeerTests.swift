@@ -93,7 +93,7 @@ import Testing
         }
     }
 
-    /// README, "Key rotation", step by step: publish the new key second, sign with it, retire the
+    /// docs/keys-and-secrets.md, "Key rotation", step by step: publish the new key second, sign with it, retire the
     /// old one. Tokens of both keys work until the old key leaves the list.
     @Test(arguments: FlowWorld.Backend.allCases)
     func tokensOfBothKeysWorkUntilTheOldKeyIsRetired(_ backend: FlowWorld.Backend) throws {

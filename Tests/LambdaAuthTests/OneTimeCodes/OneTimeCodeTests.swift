@@ -227,7 +227,7 @@ extension OneTimeCodeTests {
 extension OneTimeCodeTests {
     /// The probe of issue 25: ten codes asked for in the last second of one clock hour and the
     /// first of the next (each under its own +tag, from its own IP) gave ten codes and 50 guesses
-    /// where the README promises 25. The clock is moved across the boundary (AUTH_NOW).
+    /// where docs/email-codes.md promises 25. The clock is moved across the boundary (AUTH_NOW).
     @Test(arguments: FlowWorld.Backend.allCases)
     func codesAcrossAnHourBoundaryStayWithinTheGuessingBound(backend: FlowWorld.Backend) throws {
         let first = try EmailCodeWorld(backend)

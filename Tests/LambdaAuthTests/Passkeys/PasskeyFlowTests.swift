@@ -142,7 +142,7 @@ import Testing
         #expect(Self.code { try Self.signIn(world, authenticator.assertion(challenge: Array(repeating: 1, count: 32))) } == "CHALLENGE_EXPIRED")
     }
 
-    /// README, "Requests per flow": the credential's link, the user, one transaction; GSI1 never.
+    /// docs/aws-backends.md, "Requests per flow": the credential's link, the user, one transaction; GSI1 never.
     @Test(arguments: FlowWorld.Backend.allCases)
     func aPasskeySignInTakesThreeRequests(backend: FlowWorld.Backend) throws {
         let world = try FlowWorld(Self.passkeysOn, backend: backend)

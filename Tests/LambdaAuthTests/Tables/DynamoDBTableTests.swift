@@ -161,7 +161,7 @@ import Testing
     }
 
     /// DynamoDB keeps expired items until swept; the client hides them from reads like the local
-    /// store, while conditions (evaluated by DynamoDB) still see them, as the README documents.
+    /// store, while conditions (evaluated by DynamoDB) still see them, as docs/table-layout.md documents.
     @Test func expiredItemsAreHiddenFromReadsButNotFromConditions() throws {
         let table = try table()
         let expired = TableKey(pk: "USER#ttl", sk: "REFRESH#old")
