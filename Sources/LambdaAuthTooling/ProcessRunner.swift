@@ -60,7 +60,14 @@ public enum ProcessRunner {
         return directory
     }
 
-    public static func executable(_ name: String) -> String { binDirectory + "/" + name }
+    /// `name`'s path: beside authctl, except a handler when `LAMBDA_AUTH_HANDLER_BIN` names the
+    /// directory of the zips' build (make bench measures what is shipped, built apart).
+    public static func executable(_ name: String) -> String {
+        if HandlerNames.all.contains(name), let directory = getenv("LAMBDA_AUTH_HANDLER_BIN").map({ String(cString: $0) }), !directory.isEmpty {
+            return directory + "/" + name
+        }
+        return binDirectory + "/" + name
+    }
 
     /// Runs `executable` with exactly `environment` (nothing inherited but PATH, HOME and LANG),
     /// feeding `stdin`, and waits for it.
