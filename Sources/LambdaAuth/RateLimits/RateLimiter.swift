@@ -91,7 +91,10 @@ struct TableRateLimiter: RateLimiting {
                     try table.putItem(item, condition: "#version = :read",
                                       attributes: ExpressionAttributes(names: ["#version": "version"], values: [":read": .n(version)]))
                 } else {
-                    try table.putItem(item, condition: "attribute_not_exists(PK)", attributes: ExpressionAttributes())
+                    // No counter to read may still be one DynamoDB keeps past its ttl until its
+                    // sweeper runs (hours, even days): the read hides it, a condition sees it.
+                    try table.putItem(item, condition: "attribute_not_exists(PK) OR #ttl < :now",
+                                      attributes: ExpressionAttributes(names: ["#ttl": "ttl"], values: [":now": .n(now)]))
                 }
                 return
             } catch .conditionFailed {
