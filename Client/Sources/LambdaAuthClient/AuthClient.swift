@@ -260,11 +260,26 @@ public actor AuthClient {
         try await callerRequest("POST", "/auth/passkey", body: ["action": "register-options"])
     }
 
-    /// The platform's RegistrationResponseJSON, passed through; returns the passkey's summary.
-    public func registerPasskey(credential: JSON, name: String? = nil) async throws(AuthClientError) -> JSON {
+    /// The platform's RegistrationResponseJSON, passed through (`ASAuthorizationPlatformPublicKeyCredentialRegistration`
+    /// turned into its JSON form, or a browser's `credential.toJSON()`); returns the new passkey.
+    @discardableResult
+    public func registerPasskey(credential: JSON, name: String? = nil) async throws(AuthClientError) -> Passkey {
         var body: [String: JSON] = ["action": "register", "credential": credential]
         if let name { body["name"] = .string(name) }
-        return try await callerRequest("POST", "/auth/passkey", body: body)
+        let answer = try await callerRequest("POST", "/auth/passkey", body: body)
+        // The passkey is one more identity of the user: `user.identities` shows it from the next
+        // refresh on (the answer carries the passkey alone).
+        return try answer.decoded(Passkey.self, at: "passkey")
+    }
+
+    /// The signed-in user's passkeys (at most 10).
+    public func passkeys() async throws(AuthClientError) -> [Passkey] {
+        try await callerRequest("POST", "/auth/passkey", body: ["action": "list"]).decoded([Passkey].self, at: "passkeys")
+    }
+
+    /// Deletes one of the user's passkeys; nothing else (no session) is revoked.
+    public func deletePasskey(id: String) async throws(AuthClientError) {
+        _ = try await callerRequest("POST", "/auth/passkey", body: ["action": "delete", "passkeyId": .string(id)])
     }
 
     private func callerRequest(_ method: String, _ path: String, body: [String: JSON]? = nil) async throws(AuthClientError) -> JSON {

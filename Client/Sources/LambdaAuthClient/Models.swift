@@ -87,6 +87,16 @@ public struct SessionInfo: Sendable, Equatable, Codable {
     public var current: Bool
 }
 
+/// One of the user's passkeys (`passkeys()`, `registerPasskey`): its id is the identity's
+/// `subject` in `user.identities` (provider `passkey`).
+public struct Passkey: Sendable, Equatable, Codable {
+    public var id: String
+    public var name: String
+    public var createdAt: String
+    /// Nil until it is first used to sign in.
+    public var lastUsedAt: String?
+}
+
 /// Temporary AWS credentials, refreshed with the tokens.
 public struct AWSCredentials: Sendable, Equatable, Codable {
     public var accessKeyId: String
