@@ -102,7 +102,7 @@ serve:
 # and writes docs/benchmarks.md (the table, the machine, the date, the commit): the only place the
 # figures are written down.
 bench:
-	Tests/Scripts/prerequisites.sh test
+	Tests/Scripts/prerequisites.sh bench
 	$(MAKE) package
 	for product in authctl auth-bench; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
 	LAMBDA_AUTH_HANDLER_BIN=$(LAMBDA_BIN) $(BIN)/auth-bench --markdown docs/benchmarks.md

@@ -154,6 +154,42 @@ public final class RunningProcess: Sendable {
                                     stdout: stdout, stderr: stderr)
     }
 
+    /// For a resident child that answers each line on stdin with one line on stdout (nothing
+    /// more until the next line): sends `line` and a newline, returns the answer without its
+    /// newline; nil when the child went away. Not to be mixed with `finish`.
+    public func exchangeLine(_ line: [UInt8]) -> [UInt8]? {
+        RunningProcess.withSIGPIPEBlocked {
+            let message = line + [UInt8(ascii: "\n")]
+            var written = 0
+            while written < message.count {
+                let count = message.withUnsafeBytes { write(stdinWrite, $0.baseAddress! + written, $0.count - written) }
+                if count > 0 {
+                    written += count
+                } else if count < 0, errno == EAGAIN {
+                    var watched = pollfd(fd: stdinWrite, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&watched, 1, -1)
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    return nil
+                }
+            }
+            var answer: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while answer.last != UInt8(ascii: "\n") {
+                let count = chunk.withUnsafeMutableBytes { read(stdoutRead, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    answer += chunk[0..<count]
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    return nil
+                }
+            }
+            return Array(answer.dropLast())
+        }
+    }
+
     public func kill(_ signal: Int32 = SIGKILL) {
         _ = Glibc.kill(pid, signal)
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, idempotently, what `make demo`, `make package` or `make test` needs beyond Swift, git,
-# make and Python 3, and says what it did. Usage: prerequisites.sh demo|package|test
+# make and Python 3, and says what it did. Usage: prerequisites.sh demo|package|test|bench
 #   demo:    nothing beyond the toolchain (libcurl is loaded with dlopen and its headers are not
 #            needed to build); checked anyway so a broken machine fails with a clear line.
 #   package: zip/unzip, advzip, binutils (strip, objdump, readelf) and a C compiler for the zips
@@ -8,6 +8,7 @@
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
 #            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
 #            aws-embedded-metrics, jsonschema, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator.
+#   bench:   what test needs, and Debian's golang-go for the Go peer that `make bench` measures.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
 set -euo pipefail
@@ -117,8 +118,18 @@ test)
         installed=1
     fi
     ;;
+bench)
+    # make bench: what the tests need, and Go for the Go peer it measures ours against
+    # (../shared/peers/go_signin, built by auth-bench's go-peer section).
+    "$0" test
+    if command -v dpkg >/dev/null; then
+        install_debian golang-go
+    else
+        command -v go >/dev/null || fail "missing go: install Go with your system's package manager"
+    fi
+    ;;
 *)
-    fail "usage: prerequisites.sh demo|package|test"
+    fail "usage: prerequisites.sh demo|package|test|bench"
     ;;
 esac
 if [ $installed -eq 0 ]; then
@@ -126,5 +137,6 @@ if [ $installed -eq 0 ]; then
     demo) say "nothing to install for the demo (libcurl is loaded at run time: no development headers needed)" ;;
     package) say "everything the zips need is installed" ;;
     test) say "everything the tests need is installed" ;;
+    bench) say "Go is installed" ;;
     esac
 fi
