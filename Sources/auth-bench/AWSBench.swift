@@ -4,8 +4,9 @@ import LambdaAuthTestSupport
 
 /// The flows on the production backends as moto_server implements them (DynamoDB + STS), next to
 /// the local store, and the DynamoDB requests each flow makes (issue 6: a returning user's
-/// signin and a refresh at most 3 each). moto runs in Python on this machine, so its times say
-/// how the flows behave on the DynamoDB code path, not what AWS latency would be.
+/// signin and a refresh at most 3 each; issue 28: a passkey sign-in at most 3). moto runs in
+/// Python on this machine, so its times say how the flows behave on the DynamoDB code path, not
+/// what AWS latency would be.
 enum AWSBench {
     static var section: BenchSection { BenchSection(name: "aws", run: run) }
 
@@ -77,5 +78,11 @@ enum AWSBench {
             target: "<= 3")
         row("link-provider (unlink)", requests("link-provider", ["provider": "apple", "action": "unlink", "accessToken": accessToken]).operations,
             target: "<= 2")
+        // A returning user's passkey: registered, and its challenge asked for, uncounted.
+        guard var holder = PasskeyBench.Holder(world, subject: "count-passkey") else {
+            table.add("aws", "DynamoDB requests, signin with a passkey", "no passkey could be registered")
+            return
+        }
+        row("signin with a passkey (returning user)", requests("signin", holder.signIns(1)[0]).operations, target: "<= 3")
     }
 }

@@ -8,7 +8,6 @@ import LambdaAuthTooling
 /// AUTH_CACHE_DIR for each new process): a timed sign-in that fetched would say so in the last row.
 enum OIDCBench {
     static var section: BenchSection { BenchSection(name: "oidc", run: run) }
-    static let warmUp = 20, warmRuns = 201, blocks = 2
 
     static func run(_ table: inout BenchTable) {
         let okta: BenchOIDCIssuer
@@ -35,36 +34,8 @@ enum OIDCBench {
         // Untimed: creates both users and fills the key caches (memory is per process; the files stay).
         for (_, event) in events { _ = world.invoke("signin", event) }
         let fetchesBefore = okta.server.requestCount
-
-        // The two providers alternate in blocks, as the signing section's algorithms do, so that
-        // both see the same machine.
-        var whole: [String: [Double]] = [:], warm: [String: [Double]] = [:]
-        for _ in 0..<blocks {
-            for (label, event) in events {
-                switch EveryHandlerBench.wholeProcess(ProcessRunner.executable("signin"), environment: world.environment, event: { _ in event }) {
-                case .success(let samples): whole[label, default: []] += samples
-                case .failure(let reason):
-                    table.add("oidc", "signin whole process, \(label)", reason.description)
-                    return
-                }
-                switch ResidentHandler.measure(ProcessRunner.executable("signin"), environment: world.environment,
-                                               warmUp: warmUp, count: warmRuns, event: { _ in event }) {
-                case .success(let samples): warm[label, default: []] += samples
-                case .failure(let reason):
-                    table.add("oidc", "warm signin, \(label)", reason.description)
-                    return
-                }
-            }
-        }
-        for (label, _) in events {
-            let samples = whole[label] ?? []
-            table.add("oidc", "signin whole process (stdin mode), \(label), median of \(samples.count)", format(percentile(samples, 0.5)) + " ms")
-        }
-        for (label, _) in events {
-            let samples = warm[label] ?? []
-            table.add("oidc", "warm signin through the Runtime API, \(label), median / p99 of \(samples.count)",
-                      format(percentile(samples, 0.5), decimals: 3) + " / " + format(percentile(samples, 0.99), decimals: 3) + " ms")
-        }
+        let kinds = events.map { label, event in AlternatingSignIns.Kind(label: label) { Array(repeating: event, count: $0) } }
+        guard AlternatingSignIns.measure(kinds, in: world, section: "oidc", &table) else { return }
         table.add("oidc", "discovery and JWKS fetches during the timed OIDC sign-ins (the untimed first: \(fetchesBefore))",
                   String(okta.server.requestCount - fetchesBefore), target: "0")
     }

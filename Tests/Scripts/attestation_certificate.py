@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """An attestation certificate for packed x5c tests, made by the `cryptography` package.
 
-    attestation_certificate.py  > {"certificate": DER base64url, "privateKey": PKCS#8 DER base64url}
+    attestation_certificate.py [bare]  > {"certificate": DER base64url, "privateKey": PKCS#8 DER base64url}
 
 A self-signed P-256 leaf with what WebAuthn Level 3 §8.2.1 asks of a packed attestation
 certificate (version 3; subject C, O, OU "Authenticator Attestation", CN; not a CA), so that a
-relying party that checks those (python-fido2 does) accepts it.
+relying party that checks those (python-fido2 does) accepts it. With `bare`, the subject is the CN
+alone, which §8.2.1 does not allow.
 """
 import base64
 import datetime
@@ -23,9 +24,10 @@ def b64url(data):
 
 
 key = ec.generate_private_key(ec.SECP256R1())
-name = x509.Name([x509.NameAttribute(NameOID.COUNTRY_NAME, "SE"), x509.NameAttribute(NameOID.ORGANIZATION_NAME, "lambda-auth tests"),
-                  x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "Authenticator Attestation"),
-                  x509.NameAttribute(NameOID.COMMON_NAME, "test authenticator")])
+bare = sys.argv[1:] == ["bare"]
+name = x509.Name(([] if bare else [x509.NameAttribute(NameOID.COUNTRY_NAME, "SE"), x509.NameAttribute(NameOID.ORGANIZATION_NAME, "lambda-auth tests"),
+                                   x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "Authenticator Attestation")])
+                 + [x509.NameAttribute(NameOID.COMMON_NAME, "test authenticator")])
 now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
                .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))

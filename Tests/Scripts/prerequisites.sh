@@ -7,7 +7,8 @@
 #            and their checks.
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
 #            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
-#            aws-embedded-metrics, jsonschema, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator.
+#            aws-embedded-metrics, jsonschema, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator;
+#            soft-webauthn with python-fido2 1.x, and py_webauthn, each in a virtual environment of its own.
 #   bench:   what test needs, and Debian's golang-go for the Go peer that `make bench` measures.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
@@ -115,6 +116,16 @@ test)
         python3 -m venv "$peers" >/dev/null 2>&1 || { install_debian python3-venv; python3 -m venv "$peers"; }
         say "installing soft-webauthn (pip, in $peers)"
         "$peers/bin/python" -m pip install -q --disable-pip-version-check soft-webauthn || fail "pip could not install soft-webauthn in $peers"
+        installed=1
+    fi
+    # py_webauthn (Duo Labs), the second verifying peer of the passkey matrix
+    # (Tests/Scripts/pywebauthn_check.py): it needs a newer cryptography than fido2 1.x allows, so
+    # it has a virtual environment of its own too.
+    pywebauthn=.build/py-webauthn-peer
+    if ! "$pywebauthn/bin/python" -c "from webauthn import verify_registration_response, verify_authentication_response" >/dev/null 2>&1; then
+        python3 -m venv "$pywebauthn" >/dev/null 2>&1 || { install_debian python3-venv; python3 -m venv "$pywebauthn"; }
+        say "installing webauthn 3.x, py_webauthn (pip, in $pywebauthn)"
+        "$pywebauthn/bin/python" -m pip install -q --disable-pip-version-check 'webauthn>=3,<4' || fail "pip could not install webauthn (py_webauthn) in $pywebauthn"
         installed=1
     fi
     ;;

@@ -4,80 +4,150 @@ import LambdaAuthTestSupport
 import LambdaAuthTooling
 import Testing
 
-/// Our verifier and Yubico's python-fido2 (Tests/Scripts/webauthn_check.py) decide the same
-/// generated matrix alike, and as the specification says: ES256, EdDSA and RS256; attestation
-/// none and packed self; UV on and off under AUTH_PASSKEY_USER_VERIFICATION=required; counters
-/// zero, increasing and regressing; and the hostile cases of a wrong origin, a wrong RP ID and a
-/// flipped signature byte. Everything one accepts the other accepts.
+/// Our verifier, Yubico's python-fido2 (Tests/Scripts/webauthn_check.py) and Duo Labs' py_webauthn
+/// (Tests/Scripts/pywebauthn_check.py) decide the same generated matrix alike, and as the
+/// specification says: ES256, EdDSA and RS256; attestation none and packed self; UV on and off
+/// under AUTH_PASSKEY_USER_VERIFICATION=required; counters zero, increasing and regressing; and the
+/// hostile cases of a wrong origin, a wrong RP ID and a flipped signature byte. Everything a peer
+/// accepts we accept, and everything we accept both peers accept.
 @Suite struct WebAuthnPeerMatrixTests {
     static let challenge: [UInt8] = (0..<32).map { UInt8($0) }
-    static let verifier = WebAuthnVerifier(settings: PasskeySettings(relyingPartyID: "example.com", relyingPartyName: "Example",
-                                                                     origins: ["https://example.com"], userVerificationRequired: true))
+
+    /// Our verifier under AUTH_PASSKEY_USER_VERIFICATION=required, or =preferred.
+    static func verifier(userVerificationRequired: Bool) -> WebAuthnVerifier {
+        WebAuthnVerifier(settings: PasskeySettings(relyingPartyID: "example.com", relyingPartyName: "Example",
+                                                   origins: ["https://example.com"], userVerificationRequired: userVerificationRequired))
+    }
+
+    /// The one check a refused case fails, so that each peer can be held to refusing for it.
+    enum Check { case userVerification, signature, rpIDHash, origin, signCount, attestationSignature, certificate, leafRequirements }
 
     struct Case {
         var name: String
         var peerCase: JSONValue
         var ours: Bool
         var expected: Bool
+        var fails: Check? = nil
     }
 
-    static func fido2Verdicts(_ cases: [JSONValue]) throws -> [String] {
-        let python = TestSupport.packageRoot + "/.build/webauthn-peers/bin/python"
-        let output = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/webauthn_check.py"],
+    /// A peer script's verdicts on `cases`, in order ("accept" or "refuse: <type>: <reason>").
+    static func verdicts(_ peer: Peer, _ cases: [JSONValue]) throws -> [String] {
+        let python = TestSupport.packageRoot + "/.build/\(peer.environment)/bin/python"
+        try #require(FileSystem.exists(python), "\(peer) is not installed: run Tests/Scripts/prerequisites.sh test")
+        let output = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/\(peer.script)"],
                                            environment: Environment.current(), stdin: JSONValue.array(cases).serializedBytes())
         let verdicts = try #require(output.exitCode == 0 ? output.json?.arrayValue : nil,
-                                    "webauthn_check.py: \(output.stderrText) (run Tests/Scripts/prerequisites.sh test)")
+                                    "\(peer.script): \(output.stderrText) (run Tests/Scripts/prerequisites.sh test)")
+        try #require(verdicts.count == cases.count, "\(peer.script): \(verdicts.count) verdicts for \(cases.count) cases")
         return verdicts.compactMap(\.stringValue)
+    }
+
+    /// The two relying parties nobody here wrote, each in the virtual environment prerequisites.sh makes for it.
+    enum Peer: CaseIterable, CustomStringConvertible {
+        case fido2, pyWebAuthn
+
+        var script: String { self == .fido2 ? "webauthn_check.py" : "pywebauthn_check.py" }
+        var environment: String { self == .fido2 ? "webauthn-peers" : "py-webauthn-peer" }
+        var description: String { self == .fido2 ? "fido2" : "py_webauthn" }
+
+        /// What this peer's refusal says when it refuses for `check`, in its own words; nil where it
+        /// does not make that check.
+        func refusal(_ check: Check) -> String? {
+            switch check {
+            case .userVerification: self == .fido2 ? "User verification required" : "User verification is required"
+            case .signature: self == .fido2 ? "Invalid signature" : "Could not verify authentication signature"
+            case .rpIDHash: self == .fido2 ? "Wrong RP ID hash" : "Unexpected RP ID hash"
+            case .origin: self == .fido2 ? "Invalid origin" : "Unexpected client data origin"
+            case .signCount: self == .fido2 ? "sign count" : "was not greater than current count"
+            case .attestationSignature: self == .fido2 ? "InvalidSignature" : "Could not verify attestation statement signature"
+            case .certificate: "error parsing asn1 value"  // both through cryptography's certificate parser
+            case .leafRequirements: self == .fido2 ? "Subject must have C set" : nil
+            }
+        }
+    }
+
+    /// Ours and each peer accept exactly the cases the specification accepts (so everything a peer
+    /// accepts we accept, and everything we accept it accepts), and a peer refuses for the reason
+    /// the case is about, not for one of its own.
+    static func expectAllDecideAsTheSpecificationSays(_ cases: [Case]) throws {
+        for item in cases { #expect(item.ours == item.expected, "\(item.name): ours \(item.ours ? "accepts" : "refuses")") }
+        for peer in Peer.allCases {
+            for (item, verdict) in zip(cases, try verdicts(peer, cases.map(\.peerCase))) {
+                #expect((verdict == "accept") == item.expected, "\(item.name): \(peer) \(verdict)")
+                if let refusal = item.fails.flatMap(peer.refusal) { #expect(verdict.contains(refusal), "\(item.name): \(peer) \(verdict)") }
+            }
+        }
     }
 
     static func accepted(_ body: () throws -> Void) -> Bool {
         do { try body(); return true } catch { return false }
     }
 
-    static func registrationCase(_ name: String, _ credential: JSONValue, expected: Bool) -> Case {
-        let ours = accepted { _ = try verifier.verifyRegistration(try RegistrationResponse(RequestBody(credential.objectValue!)), challenge: challenge) }
-        let peer: JSONValue = ["kind": "registration", "rpId": "example.com", "origin": "https://example.com", "userVerification": "required",
-                               "challenge": .string(Base64.urlEncoded(challenge)), "credential": credential]
-        return Case(name: name, peerCase: peer, ours: ours, expected: expected)
+    /// What a peer script is given: the ceremony and the relying party's expectations, and for an
+    /// assertion the stored key and count (`stored`).
+    static func peerCase(_ kind: String, userVerificationRequired: Bool, _ credential: JSONValue, stored: [String: JSONValue] = [:]) -> JSONValue {
+        let expectations: [String: JSONValue] = [
+            "kind": .string(kind), "rpId": "example.com", "origin": "https://example.com", "userVerification": userVerificationRequired ? "required" : "preferred",
+            "challenge": .string(Base64.urlEncoded(challenge)), "credential": credential]
+        return .object(expectations.merging(stored) { $1 })
     }
 
+    static func registrationCase(_ name: String, _ credential: JSONValue, userVerificationRequired: Bool = true, fails: Check?) -> Case {
+        let verifier = verifier(userVerificationRequired: userVerificationRequired)
+        let ours = accepted { _ = try verifier.verifyRegistration(try RegistrationResponse(RequestBody(credential.objectValue!)), challenge: challenge) }
+        return Case(name: name, peerCase: peerCase("registration", userVerificationRequired: userVerificationRequired, credential),
+                    ours: ours, expected: fails == nil, fails: fails)
+    }
+
+    /// The matrix: each algorithm, attestation none and packed self, UV on and off under each
+    /// policy, and counters zero, increasing and regressing; then the hostile cases.
     static func cases() throws -> [Case] {
         var cases: [Case] = []
+        let policies = [(required: true, name: "required"), (required: false, name: "preferred")]
         for algorithm in COSEAlgorithm.allCases {
             for attestation in [SoftPasskeyAuthenticator.Attestation.none, .packedSelf] {
                 for userVerified in [true, false] {
                     var authenticator = SoftPasskeyAuthenticator(algorithm: algorithm, userHandle: [1])
                     authenticator.flags = userVerified ? 0b0000_0101 : 0b0000_0001
-                    cases.append(registrationCase("register \(algorithm) \(attestation) UV \(userVerified)",
-                                                  authenticator.registration(challenge: challenge, attestation: attestation), expected: userVerified))
+                    for policy in policies {
+                        cases.append(registrationCase("register \(algorithm) \(attestation) UV \(userVerified), UV \(policy.name)",
+                                                      authenticator.registration(challenge: challenge, attestation: attestation),
+                                                      userVerificationRequired: policy.required,
+                                                      fails: !userVerified && policy.required ? .userVerification : nil))
+                    }
                 }
             }
             var authenticator = SoftPasskeyAuthenticator(algorithm: algorithm, userHandle: [1])
             authenticator.flags = 0b0000_0101
-            let registration = try verifier.verifyRegistration(
+            let registration = try verifier(userVerificationRequired: true).verifyRegistration(
                 try RegistrationResponse(RequestBody(authenticator.registration(challenge: challenge).objectValue!)), challenge: challenge)
             let origin = authenticator.clientDataJSON(type: "webauthn.create", challenge: challenge, origin: "https://evil.example")
-            cases.append(registrationCase("register \(algorithm) wrong origin", authenticator.registration(challenge: challenge, clientDataJSON: origin), expected: false))
+            cases.append(registrationCase("register \(algorithm) wrong origin", authenticator.registration(challenge: challenge, clientDataJSON: origin), fails: .origin))
             cases.append(registrationCase("register \(algorithm) wrong RP ID",
                                           authenticator.registration(challenge: challenge, authenticatorData: authenticator.authenticatorData(attested: true, rpID: "evil.example")),
-                                          expected: false))
+                                          fails: .rpIDHash))
             let counters: [(String, stored: UInt32, start: UInt32, step: UInt32, fine: Bool)] = [
                 ("zero", 0, 0, 0, true), ("increasing", 5, 5, 1, true), ("regressing", 5, 2, 1, false)]
             for userVerified in [true, false] {
-                for (counterName, stored, start, step, fine) in counters {
-                    for flipped in [false, true] where !flipped || counterName == "increasing" {
-                        var signer = authenticator
-                        signer.flags = userVerified ? 0b0000_0101 : 0b0000_0001
-                        signer.signCount = start
-                        let credential = signer.assertion(challenge: challenge, countIncrement: step, corruptSignature: flipped)
-                        let stored = StoredCredential(publicKeyBytes: registration.publicKeyBytes, signCount: stored, userHandle: [1], backupEligible: false)
-                        let ours = accepted { _ = try verifier.verifyAssertion(try AuthenticationResponse(RequestBody(credential.objectValue!)),
-                                                                               challenge: challenge, credential: stored) }
-                        let peer: JSONValue = ["kind": "assertion", "rpId": "example.com", "origin": "https://example.com", "userVerification": "required",
-                                               "challenge": .string(Base64.urlEncoded(challenge)), "credential": credential,
-                                               "publicKey": .string(Base64.urlEncoded(registration.publicKeyBytes)), "storedSignCount": .number(Int64(stored.signCount))]
-                        cases.append(Case(name: "assert \(algorithm) UV \(userVerified) count \(counterName)\(flipped ? " flipped signature" : "")",
-                                          peerCase: peer, ours: ours, expected: userVerified && fine && !flipped))
+                for policy in policies {
+                    let verifier = verifier(userVerificationRequired: policy.required)
+                    for (counterName, stored, start, step, fine) in counters {
+                        for flipped in [false, true] where !flipped || counterName == "increasing" {
+                            var signer = authenticator
+                            signer.flags = userVerified ? 0b0000_0101 : 0b0000_0001
+                            signer.signCount = start
+                            let credential = signer.assertion(challenge: challenge, countIncrement: step, corruptSignature: flipped)
+                            let stored = StoredCredential(publicKeyBytes: registration.publicKeyBytes, signCount: stored, userHandle: [1], backupEligible: false)
+                            let ours = accepted { _ = try verifier.verifyAssertion(try AuthenticationResponse(RequestBody(credential.objectValue!)),
+                                                                                   challenge: challenge, credential: stored) }
+                            let peer = peerCase("assertion", userVerificationRequired: policy.required, credential,
+                                                stored: ["publicKey": .string(Base64.urlEncoded(registration.publicKeyBytes)),
+                                                         "storedSignCount": .number(Int64(stored.signCount))])
+                            // The checks in the order all three make them: UV, then the count, then the signature.
+                            let fails: Check? = !userVerified && policy.required ? .userVerification : !fine ? .signCount : flipped ? .signature : nil
+                            cases.append(Case(name: "assert \(algorithm) UV \(userVerified), UV \(policy.name), count \(counterName)\(flipped ? ", flipped signature" : "")",
+                                              peerCase: peer, ours: ours, expected: fails == nil, fails: fails))
+                        }
                     }
                 }
             }
@@ -85,49 +155,65 @@ import Testing
         return cases
     }
 
-    /// Packed attestation with an x5c leaf made by `cryptography` (Tests/Scripts/attestation_certificate.py):
-    /// signed by the leaf's key, both accept; signed by the credential key instead, both refuse.
-    @Test func packedX5CIsCheckedAgainstTheLeafKey() throws {
+    /// A P-256 attestation certificate and its key, made by `cryptography` (Tests/Scripts/attestation_certificate.py):
+    /// with §8.2.1's subject, or `bare` (the CN alone).
+    static func attestationCertificate(bare: Bool = false) throws -> (certificate: [UInt8], key: P256.Signing.PrivateKey) {
         let python = TestSupport.packageRoot + "/.build/webauthn-peers/bin/python"
-        let made = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/attestation_certificate.py"],
+        let made = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/attestation_certificate.py"] + (bare ? ["bare"] : []),
                                          environment: Environment.current())
         let output = try #require(made.exitCode == 0 ? made.json : nil, "attestation_certificate.py: \(made.stderrText)")
         let certificate = try #require(output["certificate"]?.stringValue.flatMap(Base64.urlDecoded))
-        let leafKey = try P256.Signing.PrivateKey(derRepresentation: try #require(output["privateKey"]?.stringValue.flatMap(Base64.urlDecoded)))
+        return (certificate, try P256.Signing.PrivateKey(derRepresentation: try #require(output["privateKey"]?.stringValue.flatMap(Base64.urlDecoded))))
+    }
+
+    /// A registration with packed x5c attestation: `chain`, and a signature by `signer` (the leaf's key
+    /// when nil) over authenticatorData ‖ SHA-256(clientDataJSON).
+    static func x5cRegistration(_ name: String, chain: [[UInt8]], leafKey: P256.Signing.PrivateKey, signedByTheCredentialKey: Bool = false,
+                                fails: Check?) throws -> Case {
         var authenticator = SoftPasskeyAuthenticator(userHandle: [1])
         authenticator.flags = 0b0000_0101
         let authData = authenticator.authenticatorData(attested: true)
-        let clientData = authenticator.clientDataJSON(type: "webauthn.create", challenge: Self.challenge)
+        let clientData = authenticator.clientDataJSON(type: "webauthn.create", challenge: challenge)
         let signed = authData + Array(SHA256.hash(data: clientData))
-        func credential(signature: [UInt8], chain: [[UInt8]]) -> JSONValue {
-            let statement = TestCBOR.map([(.text("alg"), .int(-7)), (.text("sig"), .bytes(signature)), (.text("x5c"), .array(chain.map(TestCBOR.bytes)))])
-            let object = TestCBOR.map([(.text("fmt"), .text("packed")), (.text("attStmt"), statement), (.text("authData"), .bytes(authData))]).encoded
-            return authenticator.registration(challenge: Self.challenge, clientDataJSON: clientData, authenticatorData: authData, attestationObject: object)
-        }
-        let byLeaf = Array(try leafKey.signature(for: SHA256.hash(data: signed)).derRepresentation)
-        let cases = [Self.registrationCase("x5c signed by the leaf", credential(signature: byLeaf, chain: [certificate]), expected: true),
-                     Self.registrationCase("x5c signed by the credential key", credential(signature: authenticator.sign(signed), chain: [certificate]), expected: false),
-                     Self.registrationCase("x5c without a key", credential(signature: byLeaf, chain: [Array(certificate.prefix(40))]), expected: false)]
-        let verdicts = try Self.fido2Verdicts(cases.map(\.peerCase))
-        for (item, verdict) in zip(cases, verdicts) {
-            #expect(item.ours == item.expected, "\(item.name): ours \(item.ours ? "accepts" : "refuses")")
-            #expect((verdict == "accept") == item.expected, "\(item.name): fido2 \(verdict)")
+        let signature = signedByTheCredentialKey ? authenticator.sign(signed) : Array(try leafKey.signature(for: SHA256.hash(data: signed)).derRepresentation)
+        let statement = TestCBOR.map([(.text("alg"), .int(-7)), (.text("sig"), .bytes(signature)), (.text("x5c"), .array(chain.map(TestCBOR.bytes)))])
+        let object = TestCBOR.map([(.text("fmt"), .text("packed")), (.text("attStmt"), statement), (.text("authData"), .bytes(authData))]).encoded
+        return registrationCase(name, authenticator.registration(challenge: challenge, clientDataJSON: clientData, authenticatorData: authData,
+                                                                 attestationObject: object), fails: fails)
+    }
+
+    /// Packed x5c without trust evaluation (py_webauthn, given no root certificates, skips the chain
+    /// as we do): signed by the leaf's key, all accept; signed by the credential key instead, or
+    /// with a truncated certificate, all refuse.
+    @Test func packedX5CIsCheckedAgainstTheLeafKey() throws {
+        let (certificate, key) = try Self.attestationCertificate()
+        try Self.expectAllDecideAsTheSpecificationSays([
+            try Self.x5cRegistration("x5c signed by the leaf", chain: [certificate], leafKey: key, fails: nil),
+            try Self.x5cRegistration("x5c signed by the credential key", chain: [certificate], leafKey: key, signedByTheCredentialKey: true,
+                                     fails: .attestationSignature),
+            try Self.x5cRegistration("x5c without a key", chain: [Array(certificate.prefix(40))], leafKey: key, fails: .certificate),
+        ])
+    }
+
+    /// Where the peers disagree: §8.2's packed x5c procedure has the relying party check the leaf
+    /// against §8.2.1's certificate requirements (subject C, O, OU "Authenticator Attestation", CN;
+    /// version 3; not a CA). python-fido2 does and refuses a leaf whose subject is its CN alone;
+    /// py_webauthn 3.x does not look at the subject and accepts it; and so do we (docs/passkeys.md,
+    /// "Not done yet"): recorded as a known issue, so that this test says so when ours is fixed.
+    @Test func packedX5CLeafRequirementsAreCheckedByFido2Alone() throws {
+        let (certificate, key) = try Self.attestationCertificate(bare: true)
+        let item = try Self.x5cRegistration("x5c leaf without §8.2.1's subject", chain: [certificate], leafKey: key, fails: .leafRequirements)
+        #expect(try Self.verdicts(.fido2, [item.peerCase]) == ["refuse: InvalidData: Subject must have C set!"])
+        #expect(try Self.verdicts(.pyWebAuthn, [item.peerCase]) == ["accept"], "py_webauthn 3.x checks no §8.2.1 requirement")
+        let oursAccepts = item.ours
+        withKnownIssue("our verifier does not check §8.2.1's certificate requirements") {
+            #expect(!oursAccepts, "ours accepts a packed x5c leaf without §8.2.1's subject")
         }
     }
 
-    @Test func fido2AndWeDecideTheMatrixAlikeAndRight() throws {
+    @Test func bothPeersAndWeDecideTheMatrixAlikeAndRight() throws {
         let cases = try Self.cases()
-        let verdicts = try Self.fido2Verdicts(cases.map(\.peerCase))
-        try #require(verdicts.count == cases.count)
-        for (item, verdict) in zip(cases, verdicts) {
-            #expect(item.ours == item.expected, "\(item.name): ours \(item.ours ? "accepts" : "refuses")")
-            #expect((verdict == "accept") == item.expected, "\(item.name): fido2 \(verdict)")
-            // fido2 refuses for the reason the case is about, not for one of its own.
-            if item.name.hasSuffix("flipped signature") && item.name.contains("UV true") { #expect(verdict.contains("Invalid signature"), "\(item.name): \(verdict)") }
-            if item.name.contains("UV false") { #expect(verdict.contains("User verification required"), "\(item.name): \(verdict)") }
-            if item.name.hasSuffix("wrong RP ID") { #expect(verdict.contains("Wrong RP ID hash"), "\(item.name): \(verdict)") }
-            if item.name.hasSuffix("regressing") && item.name.contains("UV true") { #expect(verdict.contains("sign count"), "\(item.name): \(verdict)") }
-        }
+        try Self.expectAllDecideAsTheSpecificationSays(cases)
         #expect(cases.filter(\.expected).count >= 12 && cases.filter { !$0.expected }.count >= 12, "both outcomes well represented")
     }
 }
