@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // The Logger API; our JSONLogHandler writes the contract's log lines.
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // Already in the tree under swift-crypto: reads a packed attestation's X.509 leaf (passkeys).
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // authctl's command line only; no handler links it.
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
@@ -54,6 +56,7 @@ let package = Package(
                 "LambdaAuthVerifier",
                 "CCurl",
                 "CGlibcCompat",
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """An attestation certificate for packed x5c tests, made by the `cryptography` package.
 
-    attestation_certificate.py [bare]  > {"certificate": DER base64url, "privateKey": PKCS#8 DER base64url}
+    attestation_certificate.py [VARIANT...]  > {"certificate": DER base64url, "privateKey": PKCS#8 DER base64url}
 
 A self-signed P-256 leaf with what WebAuthn Level 3 §8.2.1 asks of a packed attestation
 certificate (version 3; subject C, O, OU "Authenticator Attestation", CN; not a CA), so that a
-relying party that checks those (python-fido2 does) accepts it. With `bare`, the subject is the CN
-alone, which §8.2.1 does not allow.
+relying party that checks those (python-fido2 does) accepts it. Variants, each breaking or adding
+one thing: `bare` (the subject is the CN alone), `ou=TEXT` (another OU), `ca` (Basic Constraints
+CA true), `no-constraints` (no Basic Constraints), `aaguid=HEX` (the id-fido-gen-ce-aaguid
+extension holding those 16 bytes), `aaguid-critical=HEX` (the same, marked critical).
 """
 import base64
 import datetime
@@ -24,15 +26,23 @@ def b64url(data):
 
 
 key = ec.generate_private_key(ec.SECP256R1())
-bare = sys.argv[1:] == ["bare"]
-name = x509.Name(([] if bare else [x509.NameAttribute(NameOID.COUNTRY_NAME, "SE"), x509.NameAttribute(NameOID.ORGANIZATION_NAME, "lambda-auth tests"),
-                                   x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "Authenticator Attestation")])
+variants = dict((argument.split("=", 1) + [""])[:2] for argument in sys.argv[1:])
+unit = variants.get("ou", "Authenticator Attestation")
+name = x509.Name(([] if "bare" in variants else [x509.NameAttribute(NameOID.COUNTRY_NAME, "SE"),
+                                                 x509.NameAttribute(NameOID.ORGANIZATION_NAME, "lambda-auth tests"),
+                                                 x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, unit)])
                  + [x509.NameAttribute(NameOID.COMMON_NAME, "test authenticator")])
 now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-               .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
-               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .sign(key, hashes.SHA256()))
+builder = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+           .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650)))
+if "no-constraints" not in variants:
+    builder = builder.add_extension(x509.BasicConstraints(ca="ca" in variants, path_length=None), critical=True)
+for option, critical in (("aaguid", False), ("aaguid-critical", True)):
+    if option in variants:
+        # id-fido-gen-ce-aaguid: an OCTET STRING holding the 16 bytes, DER-encoded as the extension's value.
+        value = b"\x04\x10" + bytes.fromhex(variants[option])
+        builder = builder.add_extension(x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.45724.1.1.4"), value), critical=critical)
+certificate = builder.sign(key, hashes.SHA256())
 json.dump({"certificate": b64url(certificate.public_bytes(serialization.Encoding.DER)),
            "privateKey": b64url(key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
                                                   serialization.NoEncryption()))}, sys.stdout)

@@ -66,6 +66,32 @@ public struct COSEPublicKey: Sendable {
         self.algorithm = algorithm
     }
 
+    /// A packed attestation certificate's key, for the statement's `alg` (§8.2: the two must
+    /// match): ES256 a P-256 EC key, EdDSA an Ed25519 key, RS256 an RSA key of 2048 bits or more.
+    init(algorithm: COSEAlgorithm, certificate: AttestationCertificate) throws(COSEKeyError) {
+        typealias OID = AttestationCertificate.OID
+        switch (algorithm, certificate.publicKeyAlgorithm) {
+        case (.es256, OID.ecPublicKey) where certificate.publicKeyCurve == OID.prime256v1:
+            guard let key = try? P256.Signing.PublicKey(derRepresentation: certificate.subjectPublicKeyInfo) else {
+                throw COSEKeyError("the certificate's key is not a P-256 point")
+            }
+            material = .p256(key)
+        case (.edDSA, OID.ed25519):
+            guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: certificate.publicKey) else {
+                throw COSEKeyError("the certificate's key is not an Ed25519 public key")
+            }
+            material = .ed25519(key)
+        case (.rs256, OID.rsaEncryption):
+            guard let key = try? _RSA.Signing.PublicKey(derRepresentation: certificate.subjectPublicKeyInfo) else {
+                throw COSEKeyError("the certificate's key is not an RSA public key of at least 2048 bits")
+            }
+            material = .rsa(key)
+        default:
+            throw COSEKeyError("the certificate's key (\(certificate.publicKeyAlgorithm)) is not one for alg \(algorithm.rawValue)")
+        }
+        self.algorithm = algorithm
+    }
+
     /// The key stored with a passkey: the COSE bytes exactly as the authenticator sent them.
     public init(encoded bytes: [UInt8]) throws(COSEKeyError) {
         let value: CBORValue

@@ -216,11 +216,24 @@ public struct WebAuthnVerifier: Sendable {
                       certificates.allSatisfy({ $0.bytesValue != nil }) else {
                     throw Self.invalid("packed attStmt x5c is not a non-empty array of certificates")
                 }
-                guard algorithm == COSEAlgorithm.es256.rawValue else { throw Self.invalid("packed x5c alg \(algorithm) is not ES256") }
-                guard let key = Self.p256Key(inCertificate: leaf) else { throw Self.invalid("packed x5c leaf certificate has no single P-256 key") }
-                guard let parsed = try? P256.Signing.ECDSASignature(derRepresentation: signature),
-                      key.isValidSignature(parsed, for: SHA256.hash(data: signed)) else {
+                // §8.2 step 2: the leaf's key, of the statement's algorithm, signed; §8.2.1's
+                // requirements of the leaf and its AAGUID extension.
+                let certificate: AttestationCertificate
+                do { certificate = try AttestationCertificate(der: leaf) } catch {
+                    throw Self.invalid("packed x5c leaf certificate is not X.509 DER: \(error.reason)")
+                }
+                guard let coseAlgorithm = COSEAlgorithm(rawValue: algorithm) else {
+                    throw Self.invalid("packed x5c alg \(algorithm) is not ES256 (-7), EdDSA (-8) or RS256 (-257)")
+                }
+                let key: COSEPublicKey
+                do { key = try COSEPublicKey(algorithm: coseAlgorithm, certificate: certificate) } catch {
+                    throw Self.invalid("packed x5c: \(error.description)")
+                }
+                guard key.isValidSignature(signature, for: signed) else {
                     throw Self.invalid("packed attestation signature does not verify under the x5c leaf key")
+                }
+                if let unmet = certificate.unmetRequirement(aaguid: credential.aaguid) {
+                    throw Self.invalid("packed x5c leaf certificate \(unmet) (WebAuthn §8.2.1)")
                 }
             } else {
                 guard statement.mapEntries?.count == 2 else { throw Self.invalid("packed attStmt has members other than alg and sig") }
@@ -234,20 +247,6 @@ public struct WebAuthnVerifier: Sendable {
         default:
             throw Self.invalid("attestation format \(format) is not none or packed")
         }
-    }
-
-    /// The leaf's P-256 SubjectPublicKeyInfo, found by its fixed DER header (RFC 5480: id-ecPublicKey
-    /// with prime256v1, an uncompressed point). Without trust evaluation the certificate vouches for
-    /// nothing, so this only needs the key the statement claims to be signed by; the header must
-    /// occur exactly once so that an extension cannot offer a second key.
-    static func p256Key(inCertificate certificate: [UInt8]) -> P256.Signing.PublicKey? {
-        let header: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A,
-                               0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00]
-        let total = header.count + 65
-        guard certificate.count >= total else { return nil }
-        let starts = (0...(certificate.count - total)).filter { certificate[$0..<$0 + header.count].elementsEqual(header) }
-        guard starts.count == 1 else { return nil }
-        return try? P256.Signing.PublicKey(derRepresentation: certificate[starts[0]..<starts[0] + total])
     }
 
     /// What an unknown credential and a bad signature both answer: which one it was is not told.

@@ -83,6 +83,17 @@ import Testing
         do { try body(); return true } catch { return false }
     }
 
+    /// Our verifier's message refusing a registration case (UV required); nil when it accepts.
+    static func ourRefusal(_ item: Case) -> String? {
+        do {
+            let credential = try RegistrationResponse(RequestBody(item.peerCase["credential"]?.objectValue ?? [:]))
+            _ = try verifier(userVerificationRequired: true).verifyRegistration(credential, challenge: challenge)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
     /// What a peer script is given: the ceremony and the relying party's expectations, and for an
     /// assertion the stored key and count (`stored`).
     static func peerCase(_ kind: String, userVerificationRequired: Bool, _ credential: JSONValue, stored: [String: JSONValue] = [:]) -> JSONValue {
@@ -156,10 +167,10 @@ import Testing
     }
 
     /// A P-256 attestation certificate and its key, made by `cryptography` (Tests/Scripts/attestation_certificate.py):
-    /// with §8.2.1's subject, or `bare` (the CN alone).
-    static func attestationCertificate(bare: Bool = false) throws -> (certificate: [UInt8], key: P256.Signing.PrivateKey) {
+    /// with §8.2.1's requirements, or with the script's `variants` (one broken or added each).
+    static func attestationCertificate(_ variants: [String] = []) throws -> (certificate: [UInt8], key: P256.Signing.PrivateKey) {
         let python = TestSupport.packageRoot + "/.build/webauthn-peers/bin/python"
-        let made = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/attestation_certificate.py"] + (bare ? ["bare"] : []),
+        let made = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/attestation_certificate.py"] + variants,
                                          environment: Environment.current())
         let output = try #require(made.exitCode == 0 ? made.json : nil, "attestation_certificate.py: \(made.stderrText)")
         let certificate = try #require(output["certificate"]?.stringValue.flatMap(Base64.urlDecoded))
@@ -195,19 +206,32 @@ import Testing
         ])
     }
 
-    /// Where the peers disagree: §8.2's packed x5c procedure has the relying party check the leaf
-    /// against §8.2.1's certificate requirements (subject C, O, OU "Authenticator Attestation", CN;
-    /// version 3; not a CA). python-fido2 does and refuses a leaf whose subject is its CN alone;
-    /// py_webauthn 3.x does not look at the subject and accepts it; and so do we (docs/passkeys.md,
-    /// "Not done yet"): recorded as a known issue, so that this test says so when ours is fixed.
-    @Test func packedX5CLeafRequirementsAreCheckedByFido2Alone() throws {
-        let (certificate, key) = try Self.attestationCertificate(bare: true)
-        let item = try Self.x5cRegistration("x5c leaf without §8.2.1's subject", chain: [certificate], leafKey: key, fails: .leafRequirements)
-        #expect(try Self.verdicts(.fido2, [item.peerCase]) == ["refuse: InvalidData: Subject must have C set!"])
+    /// §8.2's packed x5c procedure has the relying party check the leaf against §8.2.1 (version 3;
+    /// subject C, O, OU "Authenticator Attestation", CN; Basic Constraints CA false) and an
+    /// id-fido-gen-ce-aaguid extension, when there is one, against authenticatorData's AAGUID (not
+    /// critical). Ours and python-fido2 decide each variant alike and as the specification says.
+    /// py_webauthn 3.x checks none of these and accepts them all: where the peers disagree, we
+    /// side with the specification and fido2 (docs/passkeys.md).
+    @Test(arguments: [
+        (variants: [String](), accepted: true, reason: nil as String?),
+        (["aaguid=00000000000000000000000000000000"], true, nil),
+        (["bare"], false, "has no two-letter subject C"),
+        (["ou=Marketing"], false, "has no subject OU \"Authenticator Attestation\""),
+        (["ca"], false, "is a CA (Basic Constraints)"),
+        (["no-constraints"], false, "has no Basic Constraints"),
+        (["aaguid=0102030405060708090a0b0c0d0e0f10"], false, "has an AAGUID extension that is not authenticatorData's AAGUID"),
+        (["aaguid-critical=00000000000000000000000000000000"], false, "marks its AAGUID extension critical"),
+    ])
+    func packedX5CLeafMeetsSection821(variants: [String], accepted: Bool, reason: String?) throws {
+        let (certificate, key) = try Self.attestationCertificate(variants)
+        let item = try Self.x5cRegistration("x5c leaf \(variants)", chain: [certificate], leafKey: key, fails: accepted ? nil : .leafRequirements)
+        #expect(item.ours == accepted)
+        let fido2 = try Self.verdicts(.fido2, [item.peerCase])
+        #expect((fido2 == ["accept"]) == accepted, "python-fido2: \(fido2)")
         #expect(try Self.verdicts(.pyWebAuthn, [item.peerCase]) == ["accept"], "py_webauthn 3.x checks no §8.2.1 requirement")
-        let oursAccepts = item.ours
-        withKnownIssue("our verifier does not check §8.2.1's certificate requirements") {
-            #expect(!oursAccepts, "ours accepts a packed x5c leaf without §8.2.1's subject")
+        if let reason {
+            let refusal = Self.ourRefusal(item)
+            #expect(refusal?.contains("packed x5c leaf certificate \(reason) (WebAuthn §8.2.1)") == true, "ours: \(refusal ?? "accepted")")
         }
     }
 
