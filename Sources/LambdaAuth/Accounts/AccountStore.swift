@@ -105,8 +105,8 @@ struct AccountStore: Sendable {
     /// from the base table, so the index's possibly stale copy decides nothing.
     func refreshToken(legacyHash tokenHash: String) throws(AuthError) -> RefreshTokenRecord? {
         let located = try table.queryAll(QueryRequest(
-            indexName: "GSI1", keyCondition: "GSI1PK = :hash",
-            attributes: ExpressionAttributes(values: [":hash": .s(Keys.refreshTokenIndex(hash: tokenHash))])))
+            indexName: Keys.tokenHashIndex, keyCondition: "GSI1PK = :hash",
+            attributes: ExpressionAttributes(values: [":hash": .s(Keys.tokenHashIndexKey(hash: tokenHash))])))
         guard let indexed = located.lazy.compactMap(RefreshTokenRecord.init(item:)).first,
               let record = try refreshToken(at: indexed.key),
               record.secretHash == nil, constantTimeEqual(record.tokenHash.utf8, tokenHash.utf8) else { return nil }
