@@ -18,7 +18,7 @@ extension AccountStore {
             attributes: ExpressionAttributes(values: [":deliverable": .bool(deliverable), ":subject": .s(identity.subject)])))
         guard let cancellation = try table.run(plan) else { return true }
         guard cancellation.failed(.profile) || cancellation.failed(.userSide) else {
-            throw AuthError(.internal, "internal error", detail: "email deliverability change cancelled: \(cancellation.codes)")
+            throw cancellation.unexpected("email deliverability change")
         }
         return false
     }

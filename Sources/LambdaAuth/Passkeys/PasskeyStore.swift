@@ -101,23 +101,30 @@ struct PasskeyStore: Sendable {
                                                    backupEligible: item["backupEligible"]?.boolValue ?? false))
     }
 
+    enum AssertionStep: Equatable { case challenge, signCount, userSide }
+
     /// The assertion's writes: the challenge consumed, the count moved on from the one read (two
     /// assertions of one count cannot both pass), the user's side marked used.
-    static func assertionWrites(challenge: [UInt8], credential: Credential, assertion: VerifiedAssertion, now: Int64) -> [TransactWriteAction] {
-        [consumeChallenge(challenge, purpose: .authenticate, userID: nil, now: now),
-         .update(key: Keys.identityLink(.passkey, credential.passkeyID), update: "SET signCount = :count",
-                 condition: "userId = :user AND signCount = :read",
-                 attributes: ExpressionAttributes(values: [":count": .n(Int64(assertion.signCount)), ":user": .s(credential.userID),
-                                                           ":read": .n(Int64(credential.stored.signCount))])),
-         .update(key: Keys.userIdentity(credential.userID, .passkey, subject: credential.passkeyID),
-                 update: "SET lastUsedAt = :now, backedUp = :backedUp", condition: "attribute_exists(PK)",
-                 attributes: ExpressionAttributes(values: [":now": .s(Timestamps.format(now)), ":backedUp": .bool(assertion.backedUp)]))]
+    static func assertionWrites(challenge: [UInt8], credential: Credential, assertion: VerifiedAssertion,
+                                now: Int64) -> TransactionPlan<AssertionStep> {
+        var plan = TransactionPlan<AssertionStep>()
+        plan.add(.challenge, consumeChallenge(challenge, purpose: .authenticate, userID: nil, now: now))
+        plan.add(.signCount, .update(
+            key: Keys.identityLink(.passkey, credential.passkeyID), update: "SET signCount = :count",
+            condition: "userId = :user AND signCount = :read",
+            attributes: ExpressionAttributes(values: [":count": .n(Int64(assertion.signCount)), ":user": .s(credential.userID),
+                                                      ":read": .n(Int64(credential.stored.signCount))])))
+        plan.add(.userSide, .update(
+            key: Keys.userIdentity(credential.userID, .passkey, subject: credential.passkeyID),
+            update: "SET lastUsedAt = :now, backedUp = :backedUp", condition: "attribute_exists(PK)",
+            attributes: ExpressionAttributes(values: [":now": .s(Timestamps.format(now)), ":backedUp": .bool(assertion.backedUp)])))
+        return plan
     }
 
-    /// Why `assertionWrites` were refused, from their cancellation reasons.
-    static func assertionRefusal(_ reasons: [CancellationReason]) -> AuthError {
-        if reasons.failed(0) { return challengeExpired }
-        if reasons.failed(1) { return AuthError(.passkeyInvalid, "signCount was used by a concurrent sign-in with this passkey") }
+    /// Why `assertionWrites` were refused.
+    static func assertionRefusal(_ cancellation: TransactionPlan<AssertionStep>.Cancellation) -> AuthError {
+        if cancellation.failed(.challenge) { return challengeExpired }
+        if cancellation.failed(.signCount) { return AuthError(.passkeyInvalid, "signCount was used by a concurrent sign-in with this passkey") }
         return AuthError(.passkeyInvalid, "the passkey was deleted")
     }
 
@@ -183,6 +190,6 @@ struct PasskeyStore: Sendable {
         if cancellation.failed(.challenge) { return .challengeExpired }
         if cancellation.failed(.link) || cancellation.failed(.userSide) { return .alreadyRegistered }
         if cancellation.failed(.profile) { return .userChanged }
-        throw AuthError(.internal, "internal error", detail: "passkey registration cancelled: \(cancellation.codes)")
+        throw cancellation.unexpected("passkey registration")
     }
 }

@@ -271,7 +271,7 @@ public struct WebAuthnVerifier: Sendable {
         }
         let key: COSEPublicKey
         do { key = try COSEPublicKey(encoded: credential.publicKeyBytes) } catch {
-            throw AuthError(.internal, "internal error", detail: "stored passkey key: \(error)")
+            throw .internalError("stored passkey key: \(error)")
         }
         let signed = response.authenticatorData + Array(SHA256.hash(data: response.clientDataJSON))
         guard key.isValidSignature(response.signature, for: signed) else { throw Self.unknownOrBadSignature }
