@@ -174,12 +174,3 @@ public enum HandlerMain {
         return true
     }
 }
-
-/// A handler that answers a clear error for a flow that does not exist yet.
-public struct UnavailableFlowHandler: RequestHandler {
-    let flow: String
-    public init(flow: String) { self.flow = flow }
-    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
-        throw AuthError(.internal, "the \(flow) flow is not built yet in this version of lambda-auth")
-    }
-}
