@@ -121,8 +121,8 @@ public final class LocalTable: Table, Sendable {
         let onIndex: Bool
         switch request.indexName {
         case nil: onIndex = false
-        case "GSI1"?: onIndex = true
-        case let other?: throw .invalidRequest("unknown index \(other) (the table has GSI1)")
+        case Keys.tokenHashIndex?: onIndex = true
+        case let other?: throw .invalidRequest("unknown index \(other) (the table has \(Keys.tokenHashIndex))")
         }
         if let limit = request.limit, limit <= 0 { throw .invalidRequest("limit must be at least 1") }
         let condition = try ExpressionParser.keyCondition(request.keyCondition, request.attributes,
