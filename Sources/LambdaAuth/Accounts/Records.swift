@@ -135,11 +135,6 @@ struct LinkedIdentity: Sendable {
         item["linkedAt"] = .s(Timestamps.format(linkedAt))
         return item
     }
-
-    /// Oldest link first; links made in the same second in the providers' declaration order.
-    static func linkOrder(_ lhs: LinkedIdentity, _ rhs: LinkedIdentity) -> Bool {
-        (lhs.linkedAt, lhs.provider.declarationIndex, lhs.provider.rawValue) < (rhs.linkedAt, rhs.provider.declarationIndex, rhs.provider.rawValue)
-    }
 }
 
 enum SessionStatus: String, Sendable {

@@ -27,6 +27,11 @@ struct UserView {
 }
 
 extension LinkedIdentity {
+    /// Oldest link first; links made in the same second in the providers' declaration order.
+    fileprivate static func linkOrder(_ lhs: LinkedIdentity, _ rhs: LinkedIdentity) -> Bool {
+        (lhs.linkedAt, lhs.provider.declarationIndex, lhs.provider.rawValue) < (rhs.linkedAt, rhs.provider.declarationIndex, rhs.provider.rawValue)
+    }
+
     /// An entry of the `user` object's `identities`.
     var json: JSONValue {
         var json: [String: JSONValue] = ["provider": .string(provider.rawValue), "subject": .string(subject),
