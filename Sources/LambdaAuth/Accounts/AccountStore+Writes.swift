@@ -199,7 +199,7 @@ extension AccountStore {
                                      attributes: ExpressionAttributes(names: retireNames, values: retireValues)))
         plan.add([.put(new.item)])
         if let generation = old.generation, generation > 1 {
-            plan.add([.delete(key: Keys.refreshToken(old.userID, RefreshTokenCredential.tokenID(familyID: old.familyID, generation: generation - 1)))])
+            plan.add([.delete(key: Keys.refreshToken(old.userID, Keys.familyTokenID(old.familyID, generation: generation - 1)))])
         }
         var profileNames = ["#sid": old.familyID, "#version": "version"]
         var profileValues: [String: AttributeValue] = [":now": .n(activeAtMilliseconds), ":version": .n(userVersion)]

@@ -10,7 +10,7 @@ import Crypto
 /// | `USER#<userId>` | `PROFILE` | the user (`UserProfile`) |
 /// | `USER#<userId>` | `IDENTITY#<provider>`, `IDENTITY#passkey#<passkeyId>` | the user's side of a link |
 /// | `USER#<userId>` | `SESSION#<sessionId>` | a session |
-/// | `USER#<userId>` | `REFRESH#<tokenId>` (GSI1: `REFRESH#<hash>` / `REFRESH`) | a refresh token |
+/// | `USER#<userId>` | `REFRESH#<familyId>.<generation>` (earlier tokens: `REFRESH#<tokenId>`; GSI1: `REFRESH#<hash>` / `REFRESH`) | a refresh token |
 /// | `USER#<userId>` | `TOKEN#<provider>` | a provider's sealed refresh token |
 /// | `USER#<userId>` | `WEBAUTHN#HANDLE` | the user's passkey handle |
 /// | `IDENTITY#<provider>#<subject>` | `LINK` | the link an identity signs in by |
@@ -52,6 +52,9 @@ package enum Keys {
     package static func refreshToken(_ userID: String, _ tokenID: String) -> TableKey {
         TableKey(pk: user(userID), sk: refreshTokenPrefix + tokenID)
     }
+    /// The token id of a family's generation: a token names its own item, and a rotation its
+    /// predecessor's, without reading anything.
+    static func familyTokenID(_ familyID: String, generation: Int64) -> String { familyID + "." + String(generation) }
 
     /// `TOKEN#` sorts after `PROFILE`'s bound, so the user query never reads these items.
     static let providerTokenPrefix = "TOKEN#"
