@@ -122,7 +122,8 @@ let package = Package(
         ),
         .testTarget(
             name: "LambdaAuthVerifierTests",
-            dependencies: ["LambdaAuthVerifier", "LambdaAuth", "LambdaAuthTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["LambdaAuthVerifier", "LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport",
+                           .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "LambdaAuthToolingTests",

@@ -19,6 +19,8 @@ static const CURLcode CURLE_OK = 0;
 static const CURLcode CURLE_UNSUPPORTED_PROTOCOL = 1;
 static const CURLcode CURLE_URL_MALFORMAT = 3;
 static const CURLcode CURLE_OPERATION_TIMEDOUT = 28;
+static const CURLcode CURLE_BAD_FUNCTION_ARGUMENT = 43;
+static const CURLcode CURLE_UNKNOWN_OPTION = 48;
 static const CURLcode CURLE_FILESIZE_EXCEEDED = 63;
 
 static const CURLoption CURLOPT_WRITEDATA = 10001;

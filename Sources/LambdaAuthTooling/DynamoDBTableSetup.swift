@@ -22,7 +22,7 @@ extension DynamoDBTable {
             "AttributeDefinitions": [attribute("PK"), attribute("SK"), attribute("GSI1PK"), attribute("GSI1SK")],
             "KeySchema": [key("PK", "HASH"), key("SK", "RANGE")],
             "GlobalSecondaryIndexes": [[
-                "IndexName": "GSI1",
+                "IndexName": .string(Keys.tokenHashIndex),
                 "KeySchema": [key("GSI1PK", "HASH"), key("GSI1SK", "RANGE")],
                 "Projection": ["ProjectionType": "ALL"],
             ]],
@@ -64,7 +64,7 @@ extension DynamoDBTable {
         guard keys(description?["KeySchema"]) == ["PK/HASH", "SK/RANGE"] else {
             throw .invalidRequest("the existing table's key schema is not PK (HASH) / SK (RANGE)")
         }
-        let index = description?["GlobalSecondaryIndexes"]?.arrayValue?.first { $0["IndexName"]?.stringValue == "GSI1" }
+        let index = description?["GlobalSecondaryIndexes"]?.arrayValue?.first { $0["IndexName"]?.stringValue == Keys.tokenHashIndex }
         guard keys(index?["KeySchema"]) == ["GSI1PK/HASH", "GSI1SK/RANGE"] else {
             throw .invalidRequest("the existing table has no GSI1 on GSI1PK (HASH) / GSI1SK (RANGE)")
         }

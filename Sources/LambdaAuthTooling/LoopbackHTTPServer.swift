@@ -86,27 +86,14 @@ public final class LoopbackHTTPServer: Sendable {
     /// Starts listening on 127.0.0.1 with a port chosen by the system.
     public init(responder: @escaping Responder) throws {
         state = Mutex(State(responder: responder))
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw FileSystem.Failure(path: "socket", operation: "socket", errno: errno) }
-        var reuse: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let listening: (descriptor: Int32, port: UInt16)
+        do {
+            listening = try TCPListener.listen(on: in_addr(s_addr: inet_addr("127.0.0.1")), port: 0)
+        } catch {
+            throw FileSystem.Failure(path: "127.0.0.1", operation: error.operation, errno: error.errno)
         }
-        guard bound == 0, listen(descriptor, 128) == 0 else {
-            close(descriptor)
-            throw FileSystem.Failure(path: "127.0.0.1", operation: "bind/listen", errno: errno)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        listener = descriptor
-        port = UInt16(bigEndian: address.sin_port)
+        listener = listening.descriptor
+        port = listening.port
         BackgroundThread.detach { [self] in acceptLoop() }
     }
 
@@ -151,25 +138,20 @@ public final class LoopbackHTTPServer: Sendable {
                 close(listener)
             }
         }
-        while true {
-            let connection = accept(listener, nil, nil)
-            if connection < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+        TCPListener.acceptConnections(listener, retrying: { $0 == EINTR }, take: { connection in
             let accepted: Bool = state.withLock { state in
                 if state.stopped { return false }
                 state.connections.insert(connection)
                 state.accepted += 1
                 return true
             }
-            if !accepted {
+            guard accepted else {
                 close(connection)
-                return
+                return false
             }
             BackgroundThread.detach { [self] in serve(connection) }
-        }
+            return true
+        })
     }
 
     private func serve(_ connection: Int32) {

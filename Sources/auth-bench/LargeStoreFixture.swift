@@ -13,18 +13,17 @@ enum LargeStoreFixture {
         let subject = String(100_000_000_000 + index)
         let stamp = AttributeValue.s(ISO8601.format(epochSeconds: now))
         let hash = SHA256.hexDigest(of: Array("bench-refresh-\(index)".utf8))
-        let user = "USER#\(userID)"
         return [
-            ["PK": .s(user), "SK": .s("PROFILE"), "email": .s("user\(index)@example.com"), "emailVerified": .bool(true),
+            Keys.profileKey(userID).item + ["email": .s("user\(index)@example.com"), "emailVerified": .bool(true),
              "displayName": .s("User \(index)"), "pictureUrl": .null, "createdAt": stamp, "updatedAt": stamp, "lastSignInAt": stamp,
              "identityCount": .n(1), "activeSessions": .m(["s\(index)": .n(now)]), "version": .n(1)],
-            ["PK": .s("IDENTITY#google#\(subject)"), "SK": .s("LINK"), "userId": .s(userID), "provider": .s("google"),
+            Keys.identityLink(.google, subject).item + ["userId": .s(userID), "provider": .s("google"),
              "subject": .s(subject), "email": .s("user\(index)@example.com"), "linkedAt": stamp],
-            ["PK": .s(user), "SK": .s("IDENTITY#google"), "subject": .s(subject), "email": .s("user\(index)@example.com"), "linkedAt": stamp],
-            ["PK": .s("EMAIL#user\(index)@example.com"), "SK": .s("USER"), "userId": .s(userID)],
-            ["PK": .s(user), "SK": .s("SESSION#s\(index)"), "device": .m([:]), "createdAt": stamp, "lastActiveAt": stamp,
+            Keys.userIdentity(userID, .google, subject: subject).item + ["subject": .s(subject), "email": .s("user\(index)@example.com"), "linkedAt": stamp],
+            Keys.email("user\(index)@example.com").item + ["userId": .s(userID)],
+            Keys.session(userID, "s\(index)").item + ["device": .m([:]), "createdAt": stamp, "lastActiveAt": stamp,
              "status": .s("ACTIVE"), "ttl": .n(now + 2_592_000)],
-            ["PK": .s(user), "SK": .s("REFRESH#t\(index)"), "GSI1PK": .s("REFRESH#\(hash)"), "GSI1SK": .s("REFRESH"),
+            Keys.refreshToken(userID, "t\(index)").item + ["GSI1PK": .s(Keys.tokenHashIndexKey(hash: hash)), "GSI1SK": .s(Keys.tokenHashIndexSortKey),
              "familyId": .s("s\(index)"), "userId": .s(userID), "status": .s("ACTIVE"), "createdAt": stamp,
              "expiresAt": .s(ISO8601.format(epochSeconds: now + 2_592_000)), "ttl": .n(now + 2_678_400)],
         ]
@@ -49,3 +48,6 @@ enum LargeStoreFixture {
         }
     }
 }
+
+/// A key's item with more attributes: the fixtures keyed as the flows key them (`Keys`).
+func + (key: Item, attributes: Item) -> Item { key.merging(attributes) { $1 } }

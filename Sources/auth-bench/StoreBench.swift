@@ -66,7 +66,7 @@ enum StoreBench {
     }
 
     static func tokenHash(_ user: Int, _ token: Int = 0) -> String {
-        "REFRESH#" + SHA256.hexDigest(of: Array("token-\(user)-\(token)".utf8))
+        Keys.tokenHashIndexKey(hash: SHA256.hexDigest(of: Array("token-\(user)-\(token)".utf8)))
     }
 
     /// The contract's item kinds (section 6): profile, identity link (both sides), verified email,
@@ -79,14 +79,14 @@ enum StoreBench {
         for user in 0..<users {
             let id = "u\(user)", email = "user\(user)@example.com", subject = "10000\(user)"
             let created: AttributeValue = .s("2026-01-01T00:00:00Z")
-            buffer += TableTransfer.line(["PK": .s("USER#\(id)"), "SK": .s("PROFILE"), "email": .s(email),
+            buffer += TableTransfer.line(Keys.profileKey(id).item + ["email": .s(email),
                                           "emailVerified": .bool(true), "displayName": .s("User \(user)"),
                                           "createdAt": created, "updatedAt": created])
-            buffer += TableTransfer.line(["PK": .s("IDENTITY#google#\(subject)"), "SK": .s("LINK"), "userId": .s(id),
+            buffer += TableTransfer.line(Keys.identityLink(.google, subject).item + ["userId": .s(id),
                                           "provider": .s("google"), "subject": .s(subject), "linkedAt": created])
-            buffer += TableTransfer.line(["PK": .s("EMAIL#\(email)"), "SK": .s("USER"), "userId": .s(id)])
-            buffer += TableTransfer.line(["PK": .s("USER#\(id)"), "SK": .s("REFRESH#t\(user)"), "GSI1PK": .s(tokenHash(user)),
-                                          "GSI1SK": .s("REFRESH"), "familyId": .s("s\(user)"), "status": .s("ACTIVE"),
+            buffer += TableTransfer.line(Keys.email(email).item + ["userId": .s(id)])
+            buffer += TableTransfer.line(Keys.refreshToken(id, "t\(user)").item + ["GSI1PK": .s(tokenHash(user)),
+                                          "GSI1SK": .s(Keys.tokenHashIndexSortKey), "familyId": .s("s\(user)"), "status": .s("ACTIVE"),
                                           "expiresAt": .n(4_000_000_000), "ttl": .n(4_000_000_000)])
             if buffer.count > 1 << 20 {
                 try FileSystem.writeAll(descriptor, buffer, path: path)
@@ -111,8 +111,8 @@ enum StoreBench {
         for sample in 0..<sampleCount {
             for (index, table) in tables.enumerated() {
                 let user = Int.random(in: 0..<users[index], using: &generator)
-                let item: Item = ["PK": .s("USER#u\(user)"), "SK": .s("REFRESH#bench\(sample)"),
-                                  "GSI1PK": .s(tokenHash(user, sample + 1)), "GSI1SK": .s("REFRESH"), "familyId": .s("s\(user)"),
+                let item: Item = Keys.refreshToken("u\(user)", "bench\(sample)").item + [
+                                  "GSI1PK": .s(tokenHash(user, sample + 1)), "GSI1SK": .s(Keys.tokenHashIndexSortKey), "familyId": .s("s\(user)"),
                                   "status": .s("ACTIVE"), "ttl": .n(4_000_000_000)]
                 let start = monotonicSeconds()
                 try table.putItem(item)
@@ -131,7 +131,7 @@ enum StoreBench {
         for _ in 0..<sampleCount {
             for (index, table) in tables.enumerated() {
                 let user = Int.random(in: 0..<users[index], using: &generator)
-                let request = QueryRequest(indexName: "GSI1", keyCondition: "GSI1PK = :h",
+                let request = QueryRequest(indexName: Keys.tokenHashIndex, keyCondition: "GSI1PK = :h",
                                            attributes: ExpressionAttributes(values: [":h": .s(tokenHash(user))]))
                 for pass in 0..<2 {
                     let start = monotonicSeconds()

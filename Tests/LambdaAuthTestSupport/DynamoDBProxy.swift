@@ -4,7 +4,7 @@ import Synchronization
 
 /// A loopback stand-in for DynamoDB that forwards to a real peer (moto_server) and can replace
 /// the answer to chosen operations with a fault. It also counts the operations it saw, so a test
-/// or the bench can tell how many DynamoDB requests a whole handler process made.
+/// or the bench can tell how many DynamoDB requests a handler made.
 ///
 /// moto does not check signatures, so a request signed for the proxy's host is forwarded as is.
 public final class DynamoDBProxy: Sendable {

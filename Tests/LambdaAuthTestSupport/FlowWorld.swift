@@ -6,8 +6,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// A temporary world for whole-process flow tests: Google and Apple test issuers with their JWKS
-/// files, a store, a JWKS cache and the handlers' environment on a fixed clock. Every handler's
+/// A temporary world for whole-flow tests: Google and Apple test issuers with their JWKS files, a
+/// store, a JWKS cache and the handlers' environment on a fixed clock. Handlers run in this
+/// process as their executables' stdin mode runs them, or (`processes: true`, `runProcess`,
+/// `start`) as those executables, where the process is what a test is about. Every handler's
 /// stderr is kept so that tests can check what was logged.
 public final class FlowWorld: Sendable {
     public let directory: String
@@ -32,28 +34,31 @@ public final class FlowWorld: Sendable {
     public let backend: Backend
     /// The DynamoDB table the handlers use, when the backend is `.dynamoDB`.
     public let dynamoDBTableName: String?
+    /// Every `run` spawns the handler's executable.
+    public let runsProcesses: Bool
 
     /// A world on `backend`. For `.dynamoDB` this starts moto_server (once per process) and
     /// creates the world's own table, which is why it can throw.
-    public convenience init(_ extra: [String: String] = [:], backend: Backend) throws {
+    public convenience init(_ extra: [String: String] = [:], backend: Backend, processes: Bool = false) throws {
         guard backend == .dynamoDB else {
-            self.init(extra)
+            self.init(extra, processes: processes)
             return
         }
         let server = try MotoServer.shared()
         let table = try server.makeTable(prefix: "flow-world")
         var environment = server.productionEnvironment(table: table.tableName)
         for (name, value) in extra { environment[name] = value }
-        self.init(environment, dynamoDBTableName: table.tableName)
+        self.init(environment, dynamoDBTableName: table.tableName, processes: processes)
     }
 
-    public convenience init(_ extra: [String: String] = [:]) {
-        self.init(extra, dynamoDBTableName: nil)
+    public convenience init(_ extra: [String: String] = [:], processes: Bool = false) {
+        self.init(extra, dynamoDBTableName: nil, processes: processes)
     }
 
-    private init(_ extra: [String: String], dynamoDBTableName: String?) {
+    private init(_ extra: [String: String], dynamoDBTableName: String?, processes: Bool) {
         backend = dynamoDBTableName == nil ? .local : .dynamoDB
         self.dynamoDBTableName = dynamoDBTableName
+        runsProcesses = processes
         directory = TestSupport.temporaryDirectory("flow-world")
         var environment = VerifierEnvironment.make(
             googleJWKS: TestJWKS.file(google.jwks, in: directory, name: "google.json"),
@@ -101,9 +106,30 @@ public final class FlowWorld: Sendable {
 
     // MARK: invocations
 
-    /// Runs a handler on raw event bytes. A handler that cannot start answers as a shell reports
-    /// it (exit 127, the reason on stderr), so the test fails on its own expectations and says why.
+    /// Runs a handler on raw event bytes in this process, as its executable's stdin mode runs it
+    /// (`HandlerMain.invokeOnce` on the world's environment, services built afresh, as a new
+    /// process builds them), and answers as that process would: the response on stdout, the log
+    /// lines on stderr, exit 0. What a process adds is left out: the store maintenance after the
+    /// response (a write past four times the threshold still checkpoints inline) and anything
+    /// written to the real stderr; tests of those use `runProcess`.
     public func run(_ handler: String, raw: [UInt8], environment extra: [String: String] = [:]) -> ProcessRunner.Output {
+        guard !runsProcesses, let entry = HandlerCatalogue.all.first(where: { $0.name == handler }) else {
+            return runProcess(handler, raw: raw, environment: extra)
+        }
+        let output = entry.runInProcess(environment: environment.merging(extra) { $1 }, stdin: raw)
+        collectedLogs.withLock { $0.append(output.stderrText) }
+        return output
+    }
+
+    public func run(_ handler: String, _ event: JSONValue, environment extra: [String: String] = [:]) -> ProcessRunner.Output {
+        run(handler, raw: event.serializedBytes(), environment: extra)
+    }
+
+    /// Runs the handler's executable on raw event bytes: for tests whose point is the process
+    /// (its exit, its whole stderr, what it does after the response). A handler that cannot start
+    /// answers as a shell reports it (exit 127, the reason on stderr), so the test fails on its
+    /// own expectations and says why.
+    public func runProcess(_ handler: String, raw: [UInt8], environment extra: [String: String] = [:]) -> ProcessRunner.Output {
         let output: ProcessRunner.Output
         do {
             output = try ProcessRunner.run(ProcessRunner.executable(handler), environment: environment.merging(extra) { $1 },
@@ -115,8 +141,8 @@ public final class FlowWorld: Sendable {
         return output
     }
 
-    public func run(_ handler: String, _ event: JSONValue, environment extra: [String: String] = [:]) -> ProcessRunner.Output {
-        run(handler, raw: event.serializedBytes(), environment: extra)
+    public func runProcess(_ handler: String, _ event: JSONValue, environment extra: [String: String] = [:]) -> ProcessRunner.Output {
+        runProcess(handler, raw: event.serializedBytes(), environment: extra)
     }
 
     /// Starts a handler without feeding it yet, for races: start many, then `finish` them together.
@@ -171,6 +197,18 @@ public final class FlowWorld: Sendable {
         }
         walk(storeDirectory, "")
         return snapshot
+    }
+}
+
+extension HandlerEntry {
+    /// The handler run in this process as its executable's stdin mode runs it, answering as that
+    /// process would: the response and a newline on stdout, the log lines on stderr, exit 0.
+    public func runInProcess(environment: [String: String], stdin: [UInt8]) -> ProcessRunner.Output {
+        let lines = Mutex<[UInt8]>([])
+        let response = HandlerMain.invokeOnce(name: name, environment: environment, event: stdin, factory: factory) { line in
+            lines.withLock { $0 += Array(line.utf8) + [0x0A] }
+        }
+        return ProcessRunner.Output(exitCode: 0, stdout: response.serializedBytes() + [0x0A], stderr: lines.withLock { $0 })
     }
 }
 

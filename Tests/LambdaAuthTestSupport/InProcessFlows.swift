@@ -1,9 +1,9 @@
 import LambdaAuth
 import Logging
 
-/// The world's handlers run in this process over a `RecordingTable`, so a test can count (and
-/// refuse) the requests each flow makes against the local store, as the DynamoDB proxy does for
-/// whole handler processes on moto.
+/// The world's handlers over a `RecordingTable`, their services built once, so a test can count
+/// (and refuse) the requests each flow makes against the local store, as the DynamoDB proxy does
+/// on moto.
 public struct InProcessFlows: Sendable {
     public let table: RecordingTable
     public let services: AuthServices

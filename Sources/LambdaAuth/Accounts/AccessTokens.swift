@@ -80,7 +80,7 @@ public struct AccessTokenIssuer: Sendable {
         do {
             return try JWSSigner.sign(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.signingKey)
         } catch {
-            throw AuthError(.internal, "internal error", detail: "\(key.algorithm.rawValue) signing failed: \(error)")
+            throw .internalError("\(key.algorithm.rawValue) signing failed: \(error)")
         }
     }
 

@@ -1,5 +1,3 @@
-import Crypto
-
 /// The writes of Apple's server-to-server notifications that are not sessions or deletions.
 extension AccountStore {
     private enum DeliverabilityStep: Equatable { case profile, userSide }
@@ -20,7 +18,7 @@ extension AccountStore {
             attributes: ExpressionAttributes(values: [":deliverable": .bool(deliverable), ":subject": .s(identity.subject)])))
         guard let cancellation = try table.run(plan) else { return true }
         guard cancellation.failed(.profile) || cancellation.failed(.userSide) else {
-            throw AuthError(.internal, "internal error", detail: "email deliverability change cancelled: \(cancellation.codes)")
+            throw cancellation.unexpected("email deliverability change")
         }
         return false
     }
@@ -41,11 +39,5 @@ extension AccountStore {
         } catch {
             throw error.authError
         }
-    }
-}
-
-extension Keys {
-    static func appleNotification(id: String) -> TableKey {
-        TableKey(pk: "NOTIFICATION#apple#\(SHA256.hexDigest(of: Array(id.utf8)))", sk: "REPLAY")
     }
 }

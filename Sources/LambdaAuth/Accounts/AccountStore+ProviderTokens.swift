@@ -13,12 +13,11 @@ struct ProviderTokenRecord: Sendable {
 
 extension ProviderTokenRecord {
     init?(item: Item) {
-        guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"),
-              let sk = item["SK"]?.stringValue, sk.hasPrefix(Keys.providerTokenPrefix),
-              let provider = ProviderName(rawValue: String(sk.dropFirst(Keys.providerTokenPrefix.count))),
+        guard let userID = item["PK"]?.stringValue.flatMap(Keys.userID(partition:)),
+              let provider = item["SK"]?.stringValue.flatMap({ Keys.suffix(of: $0, after: Keys.providerTokenPrefix) }).flatMap(ProviderName.init(rawValue:)),
               let subject = item["subject"]?.stringValue, let clientID = item["clientId"]?.stringValue,
               let sealed = item["sealedToken"]?.stringValue else { return nil }
-        userID = String(pk.dropFirst(5))
+        self.userID = userID
         self.provider = provider
         self.subject = subject
         self.clientID = clientID
@@ -34,14 +33,6 @@ extension ProviderTokenRecord {
         item["createdAt"] = .s(Timestamps.format(createdAt))
         return item
     }
-}
-
-extension Keys {
-    /// `TOKEN#` sorts after `PROFILE`'s bound, so the user query never reads these items.
-    static func providerToken(_ userID: String, _ provider: ProviderName) -> TableKey {
-        TableKey(pk: user(userID), sk: providerTokenPrefix + provider.rawValue)
-    }
-    static let providerTokenPrefix = "TOKEN#"
 }
 
 extension AccountStore {

@@ -88,14 +88,17 @@ extension AccountStore {
     func deleteProfileAndLinks(_ user: UserView, emailClaims: [String]) throws(AuthError) -> Bool {
         let userID = user.profile.userID
         let owned = ExpressionAttributes(values: [":user": .s(userID)])
-        var actions: [TransactWriteAction] = [.delete(key: Keys.profileKey(userID), condition: "attribute_exists(deletionRequestedAt)")]
+        var plan = TransactionPlan<FinalDeletionStep>()
+        plan.add(.profile, .delete(key: Keys.profileKey(userID), condition: "attribute_exists(deletionRequestedAt)"))
         for identity in user.identities {
-            actions.append(.delete(key: Keys.userIdentity(userID, identity.provider, subject: identity.subject)))
-            actions.append(.delete(key: Keys.identityLink(identity.provider, identity.subject), condition: "userId = :user", attributes: owned))
+            plan.add([.delete(key: Keys.userIdentity(userID, identity.provider, subject: identity.subject)),
+                      .delete(key: Keys.identityLink(identity.provider, identity.subject), condition: "userId = :user", attributes: owned)])
         }
-        actions += emailClaims.map { .delete(key: Keys.email($0), condition: "userId = :user", attributes: owned) }
-        guard let reasons = try table.transact(actions) else { return true }
-        if reasons.failed(0) { return false }
-        throw AuthError(.internal, "internal error", detail: "final deletion cancelled: \(reasons.map(\.code))")
+        plan.add(emailClaims.map { .delete(key: Keys.email($0), condition: "userId = :user", attributes: owned) })
+        guard let cancellation = try table.run(plan) else { return true }
+        if cancellation.failed(.profile) { return false }
+        throw cancellation.unexpected("final deletion")
     }
+
+    private enum FinalDeletionStep: Equatable { case profile }
 }

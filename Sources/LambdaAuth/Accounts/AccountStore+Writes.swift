@@ -61,7 +61,7 @@ extension AccountStore {
         guard let cancellation = try table.run(plan) else { return .created }
         if cancellation.failed(.link) { return .identityTaken }
         if cancellation.failed(.email) { return .emailTaken }
-        throw AuthError(.internal, "internal error", detail: "user creation cancelled: \(cancellation.codes)")
+        throw cancellation.unexpected("user creation")
     }
 
     // MARK: - A new session of an existing user
@@ -116,7 +116,7 @@ extension AccountStore {
         case ceremonyRefused([CancellationReason])
     }
 
-    private enum OpeningStep: Equatable { case profile, link, userSide, emailRelease, emailClaim }
+    private enum OpeningStep: Equatable { case profile, link, userSide, emailRelease, emailClaim, ceremony }
 
     func open(_ opening: SessionOpening, now: Int64) throws(AuthError) -> SessionOpeningOutcome {
         let userID = opening.user.profile.userID
@@ -136,21 +136,17 @@ extension AccountStore {
             .put(opening.session.item(liveTokenExpiresAt: opening.refreshToken.expiresAt), condition: "attribute_not_exists(PK)"),
             .put(opening.refreshToken.item),
         ])
-        let ceremonyStart = plan.actions.count
-        plan.add(opening.ceremony)
+        plan.add(.ceremony, opening.ceremony)
         plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
         // The evicted sessions' tokens ride in the same commit: one sync, not a second transaction.
         let room = max(0, AccountStore.transactionLimit - plan.actions.count)
         plan.add(opening.evictedTokens.prefix(room).map { AccountStore.revoke($0, now: now) })
         guard let cancellation = try table.run(plan) else { return .opened(revokedEveryEvictedToken: opening.evictedTokens.count <= room) }
-        let ceremony = ceremonyStart..<ceremonyStart + opening.ceremony.count
-        if ceremony.contains(where: cancellation.reasons.failed) {
-            return .ceremonyRefused(ceremony.map { cancellation.reasons.indices.contains($0) ? cancellation.reasons[$0] : .none })
-        }
+        if cancellation.failed(.ceremony) { return .ceremonyRefused(cancellation.reasons(of: .ceremony)) }
         if cancellation.failed(.link) { return .identityTaken }
         if cancellation.failed(.profile) || cancellation.failed(.userSide) || cancellation.failed(.emailRelease)
             || cancellation.failed(.emailClaim) { return .userChanged }
-        throw AuthError(.internal, "internal error", detail: "session opening cancelled: \(cancellation.codes)")
+        throw cancellation.unexpected("session opening")
     }
 
     // MARK: - Refresh token rotation
@@ -203,7 +199,7 @@ extension AccountStore {
                                      attributes: ExpressionAttributes(names: retireNames, values: retireValues)))
         plan.add([.put(new.item)])
         if let generation = old.generation, generation > 1 {
-            plan.add([.delete(key: Keys.refreshToken(old.userID, RefreshTokenCredential.tokenID(familyID: old.familyID, generation: generation - 1)))])
+            plan.add([.delete(key: Keys.refreshToken(old.userID, Keys.familyTokenID(old.familyID, generation: generation - 1)))])
         }
         var profileNames = ["#sid": old.familyID, "#version": "version"]
         var profileValues: [String: AttributeValue] = [":now": .n(activeAtMilliseconds), ":version": .n(userVersion)]
@@ -235,7 +231,7 @@ extension AccountStore {
         let userChanged = cancellation.failed(.profile), tokenRotated = cancellation.failed(.retireOld)
         if tokenRotated || userChanged { return .lostRace(userChanged: userChanged, tokenRotated: tokenRotated) }
         if cancellation.failed(.session) { return .sessionChanged }
-        throw AuthError(.internal, "internal error", detail: "refresh cancelled: \(cancellation.codes)")
+        throw cancellation.unexpected("refresh")
     }
 
     enum GraceOutcome {
@@ -271,7 +267,7 @@ extension AccountStore {
         if cancellation.failed(.successor) { return .successorRotated }
         if cancellation.failed(.session) { return .sessionRevoked }
         if cancellation.failed(.profile) { return .userChanged }
-        throw AuthError(.internal, "internal error", detail: "grace retry cancelled: \(cancellation.codes)")
+        throw cancellation.unexpected("grace retry")
     }
 
     // MARK: - Linking and unlinking
@@ -294,7 +290,7 @@ extension AccountStore {
         plan.add(.profile, identityCountChange(user, by: 1, callerSessionID: callerSessionID, now: now))
         guard let cancellation = try table.run(plan) else { return .committed }
         guard cancellation.failed(.link) || cancellation.failed(.userSide) || cancellation.failed(.profile) else {
-            throw AuthError(.internal, "internal error", detail: "link cancelled: \(cancellation.codes)")
+            throw cancellation.unexpected("link")
         }
         return .lostRace
     }
@@ -314,7 +310,7 @@ extension AccountStore {
         plan.add([.delete(key: Keys.providerToken(userID, identity.provider))])
         guard let cancellation = try table.run(plan) else { return .committed }
         guard cancellation.failed(.profile) || cancellation.failed(.userSide) || cancellation.failed(.link) else {
-            throw AuthError(.internal, "internal error", detail: "unlink cancelled: \(cancellation.codes)")
+            throw cancellation.unexpected("unlink")
         }
         return .lostRace
     }

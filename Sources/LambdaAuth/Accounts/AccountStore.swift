@@ -105,8 +105,8 @@ struct AccountStore: Sendable {
     /// from the base table, so the index's possibly stale copy decides nothing.
     func refreshToken(legacyHash tokenHash: String) throws(AuthError) -> RefreshTokenRecord? {
         let located = try table.queryAll(QueryRequest(
-            indexName: "GSI1", keyCondition: "GSI1PK = :hash",
-            attributes: ExpressionAttributes(values: [":hash": .s(Keys.refreshTokenIndex(hash: tokenHash))])))
+            indexName: Keys.tokenHashIndex, keyCondition: "GSI1PK = :hash",
+            attributes: ExpressionAttributes(values: [":hash": .s(Keys.tokenHashIndexKey(hash: tokenHash))])))
         guard let indexed = located.lazy.compactMap(RefreshTokenRecord.init(item:)).first,
               let record = try refreshToken(at: indexed.key),
               record.secretHash == nil, constantTimeEqual(record.tokenHash.utf8, tokenHash.utf8) else { return nil }
@@ -182,21 +182,24 @@ struct AccountStore: Sendable {
         let tokens = try unrevokedRefreshTokenKeys(of: userID, families: Set(sessionIDs))
         // Conditional on existing, so that bookkeeping racing an account deletion never
         // recreates an item the deletion removed.
-        var actions = gate.map { [$0] } ?? []
-        actions += sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)") }
-        actions += tokens.map { AccountStore.revoke($0, now: now, condition: "attribute_exists(PK)") }
-        var first = true
+        var revocations = sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)") }
+        revocations += tokens.map { AccountStore.revoke($0, now: now, condition: "attribute_exists(PK)") }
+        var plan = TransactionPlan<RevocationStep>()
+        if let gate { plan.add(.gate, gate) }
         var start = 0
-        while start < actions.count {
-            let batch = Array(actions[start..<min(actions.count, start + AccountStore.transactionLimit)])
-            if let reasons = try table.transact(batch) {
-                if first, gate != nil, reasons.failed(0) { return false }
+        repeat {
+            let end = min(revocations.count, start + AccountStore.transactionLimit - plan.actions.count)
+            plan.add(Array(revocations[start..<end]))
+            if let cancellation = try table.run(plan) {
+                if cancellation.failed(.gate) { return false }
                 // An item vanished meanwhile (a deletion): revoke the others one by one.
-                for action in batch { _ = try? table.transact([action]) }
+                for action in plan.actions { _ = try? table.transact([action]) }
             }
-            first = false
-            start += AccountStore.transactionLimit
-        }
+            plan = TransactionPlan()
+            start = end
+        } while start < revocations.count
         return true
     }
+
+    private enum RevocationStep: Equatable { case gate }
 }

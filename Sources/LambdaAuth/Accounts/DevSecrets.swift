@@ -5,29 +5,22 @@ import Logging
 /// and a credentials master secret, created once inside the store itself (so that every process
 /// sharing the store agrees on them) when none is configured.
 ///
-/// They are table items (`DEV#SECRETS`) so that two processes creating them at once settle on one
-/// through a conditional put. Reading never creates them: a request that fails must leave the
-/// store byte-identical, so only issuing paths call `loadOrCreate`.
+/// They are table items (`Keys.devSecrets`) so that two processes creating them at once settle on
+/// one through a conditional put. Reading never creates them: a request that fails must leave the
+/// store byte-identical, so only issuing paths pass `create: true`.
 enum DevSecrets {
-    static let partition = "DEV#SECRETS"
-    /// The dev key signs RS256, as the template's keys do, so that tokens of `make demo` and
-    /// `authctl serve` pass API Gateway's rules too.
-    static let signingKeyKey = TableKey(pk: partition, sk: "ACCESS_TOKEN_SIGNING_KEY_RS256")
-    /// The ES256 dev key of stores made before RS256: still published and accepted (a rotation
-    /// that needs no one's help), never signing.
-    static let legacySigningKeyKey = TableKey(pk: partition, sk: "ACCESS_TOKEN_SIGNING_KEY")
-    static let credentialsSecretKey = TableKey(pk: partition, sk: "CREDENTIALS_SECRET")
-    static let oneTimeCodeKeyKey = TableKey(pk: partition, sk: "OTP_KEY")
-
-    /// The dev keys, the signing one first; nil when there is none yet and `create` is false.
+    /// The dev keys, the signing one first: RS256, as the template's keys are, so that tokens of
+    /// `make demo` and `authctl serve` pass API Gateway's rules too; then the ES256 key of a store
+    /// made before RS256, still published and accepted (a rotation that needs no one's help). nil
+    /// when there is none yet and `create` is false.
     static func signingKeys(in table: any Table, create: Bool, now: Int64, logger: Logger) throws(AuthError) -> AccessTokenKeySet? {
-        let value = try load(signingKeyKey, attribute: "pem", in: table, create: create, now: now) {
+        let value = try load(Keys.devSigningKey, attribute: "pem", in: table, create: create, now: now) {
             AccessTokenKey.generate(.rs256).pemRepresentation
         }
         if value?.created == true {
             logger.warning("created a development access-token signing key inside the local store; set AUTH_SIGNING_KEYS (or AUTH_SIGNING_KEYS_FILE) in production")
         }
-        let legacy = try table.read(legacySigningKeyKey)?["pem"]?.stringValue
+        let legacy = try table.read(Keys.devLegacySigningKey)?["pem"]?.stringValue
         var keys: [AccessTokenKey] = []
         for pem in [value?.text, legacy].compactMap({ $0 }) {
             do {
@@ -41,7 +34,7 @@ enum DevSecrets {
 
     static func credentialsSecret(in table: any Table, create: Bool, now: Int64, random: any RandomSource,
                                   logger: Logger) throws(AuthError) -> String? {
-        let value = try load(credentialsSecretKey, attribute: "secret", in: table, create: create, now: now) {
+        let value = try load(Keys.devCredentialsSecret, attribute: "secret", in: table, create: create, now: now) {
             Base64.urlEncoded(random.bytes(32))
         }
         if value?.created == true {
@@ -53,7 +46,7 @@ enum DevSecrets {
     /// The key of the one-time codes' hashes (32 bytes) when AUTH_OTP_KEY is not set.
     static func oneTimeCodeKey(in table: any Table, create: Bool, now: Int64, random: any RandomSource,
                                logger: Logger) throws(AuthError) -> [UInt8]? {
-        let value = try load(oneTimeCodeKeyKey, attribute: "secret", in: table, create: create, now: now) {
+        let value = try load(Keys.devOneTimeCodeKey, attribute: "secret", in: table, create: create, now: now) {
             Base64.urlEncoded(random.bytes(32))
         }
         if value?.created == true {

@@ -1,35 +1,3 @@
-/// The item kinds of the single-table layout (contract section 6) and their keys. Every flow reads
-/// and writes items through these types so the layout lives in one place.
-enum Keys {
-    static func user(_ userID: String) -> String { "USER#\(userID)" }
-    static let profile = "PROFILE"
-    static func identityLink(_ provider: ProviderName, _ subject: String) -> TableKey {
-        TableKey(pk: "IDENTITY#\(provider.rawValue)#\(subject)", sk: "LINK")
-    }
-    /// One item per provider, except passkeys: a user holds up to 10, each under its own id.
-    static func userIdentity(_ userID: String, _ provider: ProviderName, subject: String) -> TableKey {
-        TableKey(pk: user(userID), sk: provider == .passkey ? "IDENTITY#passkey#\(subject)" : "IDENTITY#\(provider.rawValue)")
-    }
-    /// `key` is an `EmailKey`: the caller decides whether the address may be keyed at all.
-    static func email(_ key: String) -> TableKey {
-        TableKey(pk: "EMAIL#\(key)", sk: "USER")
-    }
-    static func profileKey(_ userID: String) -> TableKey { TableKey(pk: user(userID), sk: profile) }
-    static func session(_ userID: String, _ sessionID: String) -> TableKey {
-        TableKey(pk: user(userID), sk: "SESSION#\(sessionID)")
-    }
-    static func refreshToken(_ userID: String, _ tokenID: String) -> TableKey {
-        TableKey(pk: user(userID), sk: "REFRESH#\(tokenID)")
-    }
-    static func refreshTokenIndex(hash: String) -> String { "REFRESH#\(hash)" }
-    static let refreshTokenPrefix = "REFRESH#"
-    static let sessionPrefix = "SESSION#"
-    static let identityPrefix = "IDENTITY#"
-    /// Upper bound for a query that returns PROFILE and every IDENTITY# item of a user but none of
-    /// the (possibly many) REFRESH# and SESSION# items: "IDENTITY#…" < "PROFILE" < "Q".
-    static let profileAndIdentitiesUpperBound = "Q"
-}
-
 /// A user's PROFILE item, plus the bookkeeping the flows need to stay consistent under
 /// concurrency: `identityCount` (unlink never removes the last identity) and `activeSessions`
 /// (session id → last activity in epoch milliseconds, so that the session limit is enforced
@@ -77,10 +45,10 @@ struct UserProfile: Sendable {
     }
 
     init?(item: Item) {
-        guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"), item["SK"]?.stringValue == Keys.profile else {
+        guard let userID = item["PK"]?.stringValue.flatMap(Keys.userID(partition:)), item["SK"]?.stringValue == Keys.profile else {
             return nil
         }
-        userID = String(pk.dropFirst(5))
+        self.userID = userID
         email = item["email"]?.stringValue
         emailVerified = item["emailVerified"]?.boolValue ?? false
         displayName = item["displayName"]?.stringValue
@@ -140,8 +108,7 @@ struct LinkedIdentity: Sendable {
     }
 
     init?(userSideItem item: Item) {
-        guard let sk = item["SK"]?.stringValue, sk.hasPrefix("IDENTITY#"),
-              let provider = sk.hasPrefix("IDENTITY#passkey#") ? .passkey : ProviderName(rawValue: String(sk.dropFirst(9))),
+        guard let provider = item["SK"]?.stringValue.flatMap(Keys.identityProvider(sortKey:)),
               let subject = item["subject"]?.stringValue else { return nil }
         self.provider = provider
         self.subject = subject
@@ -167,18 +134,6 @@ struct LinkedIdentity: Sendable {
         item["email"] = email.map(AttributeValue.s) ?? .null
         item["linkedAt"] = .s(Timestamps.format(linkedAt))
         return item
-    }
-
-    /// Oldest link first; links made in the same second in the providers' declaration order.
-    static func linkOrder(_ lhs: LinkedIdentity, _ rhs: LinkedIdentity) -> Bool {
-        (lhs.linkedAt, lhs.provider.declarationIndex, lhs.provider.rawValue) < (rhs.linkedAt, rhs.provider.declarationIndex, rhs.provider.rawValue)
-    }
-
-    var json: JSONValue {
-        var json: [String: JSONValue] = ["provider": .string(provider.rawValue), "subject": .string(subject),
-                                         "email": email.map(JSONValue.string) ?? .null, "linkedAt": .string(Timestamps.format(linkedAt))]
-        if let emailDeliverable { json["emailDeliverable"] = .bool(emailDeliverable) }
-        return .object(json)
     }
 }
 
@@ -245,15 +200,15 @@ struct RefreshTokenRecord: Sendable {
     }
 
     init?(item: Item) {
-        guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"),
-              let sk = item["SK"]?.stringValue, sk.hasPrefix("REFRESH#"),
-              let index = item["GSI1PK"]?.stringValue, index.hasPrefix("REFRESH#"),
+        guard let userID = item["PK"]?.stringValue.flatMap(Keys.userID(partition:)),
+              let tokenID = item["SK"]?.stringValue.flatMap({ Keys.suffix(of: $0, after: Keys.refreshTokenPrefix) }),
+              let tokenHash = item["GSI1PK"]?.stringValue.flatMap({ Keys.suffix(of: $0, after: Keys.tokenHashIndexPrefix) }),
               let familyID = item["familyId"]?.stringValue,
               let status = item["status"]?.stringValue.flatMap(RefreshTokenStatus.init(rawValue:)),
               let expiresAt = item["expiresAt"].flatMap(Timestamps.parse) else { return nil }
-        userID = String(pk.dropFirst(5))
-        tokenID = String(sk.dropFirst(8))
-        tokenHash = String(index.dropFirst(8))
+        self.userID = userID
+        self.tokenID = tokenID
+        self.tokenHash = tokenHash
         secretHash = item["secretHash"]?.stringValue
         self.familyID = familyID
         generation = item["generation"]?.int64Value
@@ -274,8 +229,8 @@ struct RefreshTokenRecord: Sendable {
     /// late refresh learns it expired instead of "unknown".
     var item: Item {
         var item = key.item
-        item["GSI1PK"] = .s(Keys.refreshTokenIndex(hash: tokenHash))
-        item["GSI1SK"] = .s("REFRESH")
+        item["GSI1PK"] = .s(Keys.tokenHashIndexKey(hash: tokenHash))
+        item["GSI1SK"] = .s(Keys.tokenHashIndexSortKey)
         if let secretHash { item["secretHash"] = .s(secretHash) }
         item["familyId"] = .s(familyID)
         if let generation { item["generation"] = .n(generation) }
@@ -350,10 +305,10 @@ struct SessionRecord: Sendable {
     }
 
     init?(item: Item) {
-        guard let pk = item["PK"]?.stringValue, pk.hasPrefix("USER#"),
-              let sk = item["SK"]?.stringValue, sk.hasPrefix("SESSION#") else { return nil }
-        userID = String(pk.dropFirst(5))
-        sessionID = String(sk.dropFirst(8))
+        guard let userID = item["PK"]?.stringValue.flatMap(Keys.userID(partition:)),
+              let sessionID = item["SK"]?.stringValue.flatMap({ Keys.suffix(of: $0, after: Keys.sessionPrefix) }) else { return nil }
+        self.userID = userID
+        self.sessionID = sessionID
         var device: [String: String] = [:]
         for (name, value) in item["device"]?.mapValue ?? [:] {
             if let text = value.stringValue { device[name] = text }
@@ -378,69 +333,5 @@ struct SessionRecord: Sendable {
         if let liveGeneration { item["liveGeneration"] = .n(liveGeneration) }
         item["ttl"] = .n(min(liveTokenExpiresAt, guestExpiresAt ?? .max))
         return item
-    }
-
-    var json: JSONValue {
-        ["id": .string(sessionID), "createdAt": .string(Timestamps.format(createdAt))]
-    }
-}
-
-/// Session activity is kept to the millisecond, so the session limit evicts exactly the least
-/// recently active session and `sessions` lists exactly most recent first: to the second, the
-/// sessions opened within one second tied and the order among them was arbitrary.
-enum SessionActivity {
-    /// Items written before kept epoch seconds. Below 10^11 a value is one of those: as
-    /// milliseconds it would be before March 1973, as seconds it is before the year 5138.
-    static func milliseconds(stored: Int64) -> Int64 {
-        stored < 100_000_000_000 ? stored * 1000 : stored
-    }
-
-    /// A new session's activity: now, and strictly after every activity already recorded, so the
-    /// order of sign-ins holds even when the clock does not move between them (AUTH_NOW, or
-    /// several sign-ins within a millisecond).
-    static func next(after recorded: some Sequence<Int64>, clock: any WallClock) -> Int64 {
-        max(clock.nowMilliseconds, (recorded.max() ?? 0) + 1)
-    }
-}
-
-extension WallClock {
-    var nowMilliseconds: Int64 { Int64((now() * 1000).rounded(.down)) }
-}
-
-/// Stored timestamps are ISO-8601 strings (readable in `authctl store` output); `ttl` is epoch
-/// seconds because DynamoDB's TTL requires it.
-enum Timestamps {
-    static func format(_ epochSeconds: Int64) -> String { ISO8601.format(epochSeconds: epochSeconds) }
-
-    static func parse(_ value: AttributeValue) -> Int64? {
-        switch value {
-        case .s(let text): return ISO8601.parse(text).map { Int64($0.rounded(.down)) }
-        case .n: return value.int64Value
-        default: return nil
-        }
-    }
-}
-
-/// The `user` object of every response.
-struct UserView {
-    var profile: UserProfile
-    var identities: [LinkedIdentity]
-
-    var json: JSONValue {
-        var fields: [String: JSONValue] = [
-            "id": .string(profile.userID),
-            "email": profile.email.map(JSONValue.string) ?? .null,
-            "emailVerified": .bool(profile.emailVerified),
-            "displayName": profile.displayName.map(JSONValue.string) ?? .null,
-            "pictureUrl": profile.pictureURL.map(JSONValue.string) ?? .null,
-            "identities": .array(identities.sorted(by: LinkedIdentity.linkOrder).map(\.json)),
-            "createdAt": .string(Timestamps.format(profile.createdAt)),
-            "lastSignInAt": .string(Timestamps.format(profile.lastSignInAt)),
-        ]
-        // Only guests carry the field: a full user's object is as it always was.
-        if profile.isGuest { fields["isGuest"] = .bool(true) }
-        // Likewise only users an operator gave metadata to.
-        if !profile.appMetadata.isEmpty { fields["appMetadata"] = .object(profile.appMetadata) }
-        return .object(fields)
     }
 }

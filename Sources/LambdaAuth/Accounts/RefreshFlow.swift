@@ -130,7 +130,7 @@ struct RefreshFlow: Sendable {
         try checkUnexpired(live, sessionCreatedAt: sessionCreatedAt, now: now)
         let credential = RefreshTokenCredential(succeeding: secret, generation: generation, userID: live.userID, family: family, nonce: nonce)
         guard let expected = live.secretHash, constantTimeEqual(expected.utf8, credential.secretHash.utf8) else {
-            throw AuthError(.internal, "internal error", detail: "a grace retry derived a token that is not the live one")
+            throw .internalError("a grace retry derived a token that is not the live one")
         }
         var snapshot = live.user
         for _ in 0..<2 {

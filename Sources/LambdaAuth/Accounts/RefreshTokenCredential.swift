@@ -69,9 +69,7 @@ struct RefreshTokenCredential: Sendable {
 
     /// The item's sort-key suffix: the family and the generation, so a token's item, its
     /// predecessor's and its successor's keys follow from the token alone.
-    var tokenID: String { RefreshTokenCredential.tokenID(familyID: familyID, generation: generation) }
-
-    static func tokenID(familyID: String, generation: Int64) -> String { "\(familyID).\(generation)" }
+    var tokenID: String { Keys.familyTokenID(familyID, generation: generation) }
 
     /// SHA-256 (hex) of the secret part: what the item keeps as `secretHash`.
     var secretHash: String { SHA256.hexDigest(of: secret) }
@@ -87,7 +85,7 @@ struct RefreshTokenCredential: Sendable {
         let body: [UInt8]
         let tag: [UInt8]
 
-        var tokenID: String { RefreshTokenCredential.tokenID(familyID: familyID, generation: generation) }
+        var tokenID: String { Keys.familyTokenID(familyID, generation: generation) }
         var secretHash: String { SHA256.hexDigest(of: secret) }
 
         /// The credential, once the family's key proves the tag: nil for a forgery.

@@ -72,7 +72,7 @@ struct SignInFlow: Sendable {
                     if try store.linkedUserID(identity.provider, identity.subject) != userID { return nil }
                     throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "user \(userID) has a link but no profile")
                 case .identityTaken, .ceremonyRefused:
-                    throw AuthError(.internal, "internal error", detail: "a session opening without joining or ceremony found a condition failed")
+                    throw .internalError("a session opening without joining or ceremony found a condition failed")
                 }
             }
             if let email = verifiedEmail, let owner = try store.emailOwner(email) {
@@ -92,7 +92,7 @@ struct SignInFlow: Sendable {
                         // vanished): this identity becomes a user of its own, without the claim.
                         claimEmail = false
                     case .ceremonyRefused:
-                        throw AuthError(.internal, "internal error", detail: "a session opening without a ceremony refused one")
+                        throw .internalError("a session opening without a ceremony refused one")
                     }
                 } else {
                     claimEmail = false

@@ -15,7 +15,7 @@ extension TableError: AuthErrorConvertible {
             return AuthError(.configError, reason)
         case .conditionFailed, .transactionCanceled, .invalidRequest:
             // The flows handle expected conflicts themselves; one that escapes them is a bug.
-            return AuthError(.internal, "internal error", detail: description)
+            return .internalError(description)
         }
     }
 }
@@ -58,11 +58,5 @@ extension Table {
         } catch {
             throw error.authError
         }
-    }
-}
-
-extension [CancellationReason] {
-    func failed(_ index: Int) -> Bool {
-        index < count && self[index].code == "ConditionalCheckFailed"
     }
 }

@@ -54,7 +54,7 @@ final class TokenService: TokenIssuing, Sendable {
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
                      appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens {
         guard let issuer = try accessTokenIssuer(create: true, logger: logger) else {
-            throw AuthError(.internal, "internal error", detail: "no access-token signing key")
+            throw .internalError("no access-token signing key")
         }
         let now = clock.nowSeconds
         let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random, anonymous: anonymous,

@@ -13,6 +13,11 @@ struct TransactionPlan<Step: Equatable> {
         actions.append(action)
     }
 
+    /// Several actions under one name (a proof's own writes, committed with a sign-in).
+    mutating func add(_ step: Step, _ group: [TransactWriteAction]) {
+        for action in group { add(step, action) }
+    }
+
     /// Actions whose failure the flow does not need to tell apart.
     mutating func add(_ unnamed: [TransactWriteAction]) {
         actions += unnamed
@@ -23,16 +28,28 @@ struct TransactionPlan<Step: Equatable> {
         let reasons: [CancellationReason]
         fileprivate let positions: [(step: Step, position: Int)]
 
-        /// The step's condition failed (false for a step the plan does not have).
+        /// The condition of the step (of one of its actions) failed; false for a step the plan
+        /// does not have.
         func failed(_ step: Step) -> Bool {
-            guard let named = positions.last(where: { $0.step == step }) else { return false }
-            return reasons.failed(named.position)
+            positions.contains { $0.step == step && reasons.failed($0.position) }
+        }
+
+        /// The reasons of the step's actions, in their order.
+        func reasons(of step: Step) -> [CancellationReason] {
+            positions.filter { $0.step == step }.map { reasons.indices.contains($0.position) ? reasons[$0.position] : .none }
         }
 
         var codes: [String] { reasons.map(\.code) }
+
+        /// A cancellation no step explains: a bug worth hearing about, not the caller's fault.
+        func unexpected(_ write: String) -> AuthError {
+            .internalError("\(write) cancelled: \(codes)")
+        }
     }
 
-    fileprivate func cancellation(_ reasons: [CancellationReason]) -> Cancellation {
+    /// The plan's own reasons, in its order, as a cancellation: also for a plan whose actions ran
+    /// inside a larger transaction (`Cancellation.reasons(of:)` of the step that held them).
+    func cancellation(_ reasons: [CancellationReason]) -> Cancellation {
         Cancellation(reasons: reasons, positions: positions)
     }
 }
@@ -41,5 +58,11 @@ extension Table {
     /// Runs the plan as one transaction: nil when it committed, else why it was cancelled.
     func run<Step>(_ plan: TransactionPlan<Step>) throws(AuthError) -> TransactionPlan<Step>.Cancellation? {
         try transact(plan.actions).map(plan.cancellation)
+    }
+}
+
+private extension [CancellationReason] {
+    func failed(_ index: Int) -> Bool {
+        index < count && self[index].code == "ConditionalCheckFailed"
     }
 }

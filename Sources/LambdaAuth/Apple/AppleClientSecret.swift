@@ -39,7 +39,7 @@ final class AppleClientSecrets: Sendable {
         do {
             secret = try JWSSigner.signES256(payload: claims, keyID: settings.keyID, key: settings.privateKey)
         } catch {
-            throw AuthError(.internal, "internal error", detail: "signing Apple's client secret failed")
+            throw .internalError("signing Apple's client secret failed")
         }
         cache.withLock { $0[clientID] = Cached(secret: secret, expiresAt: now + AppleClientSecrets.lifetime) }
         return secret

@@ -49,7 +49,7 @@ public struct STSCredentialIssuer: CredentialIssuer {
     public func issue(userID: String, now: Int64) throws(AuthError) -> TemporaryCredentials {
         // The id goes into an ARN pattern, where `*` or `?` would widen the grant to other users.
         guard STSCredentialIssuer.isSafeUserID(userID) else {
-            throw AuthError(.internal, "internal error", detail: "refusing to scope STS credentials to a user id outside [A-Za-z0-9._-]")
+            throw .internalError("refusing to scope STS credentials to a user id outside [A-Za-z0-9._-]")
         }
         let form: [(name: String, value: String)] = [
             ("Action", "AssumeRole"), ("Version", "2011-06-15"), ("RoleArn", roleARN),

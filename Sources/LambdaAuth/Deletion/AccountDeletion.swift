@@ -35,7 +35,7 @@ struct AccountDeletion: Sendable {
                 return ()
             }
             guard user.profile.deletionRequestedAt != nil else {
-                throw AuthError(.internal, "internal error", detail: "finishing the deletion of a user that is not marked")
+                throw .internalError("finishing the deletion of a user that is not marked")
             }
             let items = try store.deletableItems(of: userID)
             try store.delete(items)
@@ -154,7 +154,7 @@ struct DeleteAccountFlow: Sendable {
             return ()
         }
         if interruptAfterMark {
-            throw AuthError(.internal, "internal error", detail: "interrupted after the deletion mark (_testFault, AUTH_TEST_MODE=1)")
+            throw .internalError("interrupted after the deletion mark (_testFault, AUTH_TEST_MODE=1)")
         }
         try deletion.finish(userID: caller.userID, logger: logger)
         return caller.userID

@@ -41,11 +41,10 @@ public enum GuestPruning {
             }
             for item in page.items {
                 guard let key = TableKey(item: item) else { continue }
-                if key.pk.hasPrefix("USER#") {
-                    let userID = String(key.pk.dropFirst(5))
+                if let userID = Keys.userID(partition: key.pk) {
                     partitions.insert(userID)
                     if let profile = UserProfile(item: item) { profiles[userID] = profile }
-                } else if key.pk.hasPrefix("RATE#"), let ttl = item["ttl"]?.int64Value, ttl < now {
+                } else if key.pk.hasPrefix(Keys.rateCounterPrefix), let ttl = item["ttl"]?.int64Value, ttl < now {
                     expiredCounters.append(key)
                 }
             }

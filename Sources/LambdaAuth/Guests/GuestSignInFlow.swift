@@ -65,25 +65,26 @@ extension AccountStore {
             .put(refreshToken.item),
         ]
         if let reasons = try table.transact(actions) {
-            throw AuthError(.internal, "internal error", detail: "guest creation cancelled: \(reasons.map(\.code))")
+            throw .internalError("guest creation cancelled: \(reasons.map(\.code))")
         }
     }
+
+    private enum GuestUpgradeStep: Equatable { case link, userSide, profile }
 
     /// A guest's upgrade (its first identity): both sides of the link, and the profile, written
     /// whole from the copy the flow read (exact: conditional on its version and on the caller's
     /// session), as a full user, without `isGuest` and without `ttl`.
     func upgradeGuest(_ upgraded: UserView, identity: LinkedIdentity, readVersion: Int64, callerSessionID: String) throws(AuthError) -> IdentityChange {
         let userID = upgraded.profile.userID
-        let actions: [TransactWriteAction] = [
-            .put(identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"),
-            .put(identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"),
-            .put(upgraded.profile.item, condition: "attribute_exists(activeSessions.#sid) AND #version = :read",
-                 attributes: ExpressionAttributes(names: ["#sid": callerSessionID, "#version": "version"],
-                                                  values: [":read": .n(readVersion)])),
-        ]
-        guard let reasons = try table.transact(actions) else { return .committed }
-        guard reasons.failed(0) || reasons.failed(1) || reasons.failed(2) else {
-            throw AuthError(.internal, "internal error", detail: "guest upgrade cancelled: \(reasons.map(\.code))")
+        var plan = TransactionPlan<GuestUpgradeStep>()
+        plan.add(.link, .put(identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        plan.add(.userSide, .put(identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"))
+        plan.add(.profile, .put(upgraded.profile.item, condition: "attribute_exists(activeSessions.#sid) AND #version = :read",
+                                attributes: ExpressionAttributes(names: ["#sid": callerSessionID, "#version": "version"],
+                                                                 values: [":read": .n(readVersion)])))
+        guard let cancellation = try table.run(plan) else { return .committed }
+        guard cancellation.failed(.link) || cancellation.failed(.userSide) || cancellation.failed(.profile) else {
+            throw cancellation.unexpected("guest upgrade")
         }
         return .lostRace
     }

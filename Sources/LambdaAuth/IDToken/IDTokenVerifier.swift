@@ -108,7 +108,7 @@ public final class IDTokenVerifier: Sendable {
     let clock: any WallClock
 
     /// The providers configured in AUTH_OIDC_PROVIDERS, in their order: the names a request may
-    /// give besides the built-in ones (`ProviderName.parse(_:configured:)`).
+    /// give besides the built-in ones (`ProviderRegistry` makes an entry of each).
     public let configuredProviders: [ProviderName]
 
     public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any WallClock, logger: Logger) {

@@ -112,14 +112,6 @@ extension SignInRequest {
     }
 }
 
-extension IssuedTokens {
-    /// The response's `tokens` object.
-    var json: JSONValue {
-        ["accessToken": .string(accessToken), "tokenType": "Bearer", "expiresIn": .number(accessTokenLifetime),
-         "refreshToken": .string(refreshToken), "refreshTokenExpiresIn": .number(refreshTokenLifetime)]
-    }
-}
-
 extension InvocationRequest {
     /// HTTP events must use one of `methods`; direct invocations count as POST.
     func requireMethod(_ methods: String..., hint: String? = nil) throws(AuthError) {

@@ -91,11 +91,3 @@ extension SignOutScope {
         return scope
     }
 }
-
-extension SessionSummary {
-    var json: JSONValue {
-        ["id": .string(session.sessionID), "device": .object(session.device.mapValues(JSONValue.string)),
-         "createdAt": .string(Timestamps.format(session.createdAt)), "lastActiveAt": .string(Timestamps.format(lastActiveAtMilliseconds / 1000)),
-         "current": .bool(current)]
-    }
-}

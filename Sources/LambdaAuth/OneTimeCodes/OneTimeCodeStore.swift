@@ -1,4 +1,4 @@
-/// The one live code of an address: `OTP#<lowercased email>` / `CODE`, holding the code's keyed
+/// The one live code of an address (`Keys.oneTimeCode`), holding the code's keyed
 /// hash, its wrong attempts, its expiry and a `ttl` at that expiry. Issuing a code rewrites the
 /// item, which replaces (and so kills) the previous code; the hashes of the three codes before it
 /// move to `replaced1`…`replaced3`, so that one of them presented is OTP_EXPIRED, not a wrong guess.
@@ -20,9 +20,7 @@ struct OneTimeCodeStore: Sendable {
 
     static let replacedSlots = ["replaced1", "replaced2", "replaced3"]
 
-    static func key(_ email: EmailAddress) -> TableKey {
-        TableKey(pk: "OTP#\(email.normalized)", sk: "CODE")
-    }
+    static func key(_ email: EmailAddress) -> TableKey { Keys.oneTimeCode(email.normalized) }
 
     /// One UpdateItem: every right-hand side reads the item as it was, so the slots shift by one.
     func put(_ email: EmailAddress, codeHash: String, now: Int64, expiresAt: Int64) throws(AuthError) {

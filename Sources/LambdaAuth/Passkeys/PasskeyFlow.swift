@@ -181,12 +181,12 @@ struct PasskeyFlow: Sendable {
         let ceremony = PasskeyStore.assertionWrites(challenge: response.clientData.challenge, credential: credential, assertion: assertion,
                                                     now: clock.nowSeconds)
         switch try signIn.openSession(userID: credential.userID, minted: &minted, identity: identity, request: request, joining: nil,
-                                      ceremony: ceremony, logger: logger) {
+                                      ceremony: ceremony.actions, logger: logger) {
         case .opened(let result):
             logger.info("signed in", metadata: ["userId": .string(credential.userID), "sessionId": .string(result.session.sessionID),
                                                 "provider": .string(ProviderName.passkey.rawValue), "newUser": .bool(false)])
             return result
-        case .ceremonyRefused(let reasons): throw PasskeyStore.assertionRefusal(reasons)
+        case .ceremonyRefused(let reasons): throw PasskeyStore.assertionRefusal(ceremony.cancellation(reasons))
         case .userDeleted, .userUnavailable, .identityTaken: throw WebAuthnVerifier.unknownOrBadSignature
         }
     }
@@ -196,7 +196,7 @@ struct PasskeyFlow: Sendable {
         let (credential, response, assertion) = try verifiedAssertion(body)
         let writes = PasskeyStore.assertionWrites(challenge: response.clientData.challenge, credential: credential, assertion: assertion,
                                                   now: clock.nowSeconds)
-        if let reasons = try passkeys.table.transact(writes) { throw PasskeyStore.assertionRefusal(reasons) }
+        if let cancellation = try passkeys.table.run(writes) { throw PasskeyStore.assertionRefusal(cancellation) }
         return ProvenIdentity(identity: identity(credential), isOneTimeProof: true)
     }
 }

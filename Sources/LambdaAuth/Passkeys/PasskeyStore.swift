@@ -1,13 +1,13 @@
 import Crypto
 
-/// The passkey items of the single-table layout (docs/table-layout.md):
-/// - `PASSKEY_CHALLENGE#<challenge>` / `CHALLENGE`: purpose, userId (registration), expiresAt, ttl;
-/// - `USER#<userId>` / `WEBAUTHN#HANDLE`: the user's opaque handle (WebAuthn's user.id);
-/// - `IDENTITY#passkey#<passkeyId>` / `LINK`: the link every identity has, plus what an assertion
-///   is checked against (public key, sign count, user handle, backup eligibility), so a sign-in
-///   reads one item for the credential;
-/// - `USER#<userId>` / `IDENTITY#passkey#<passkeyId>`: the user's side, plus what `list` shows
-///   (name, lastUsedAt, backup state, transports) and the credential id for excludeCredentials.
+/// The passkey items of the single-table layout (docs/table-layout.md; keys spelled in `Keys`):
+/// - the challenge (`Keys.passkeyChallenge`): purpose, userId (registration), expiresAt, ttl;
+/// - the user's handle (`Keys.passkeyHandle`), opaque: WebAuthn's user.id;
+/// - the link (`Keys.identityLink`) every identity has, plus what an assertion is checked against
+///   (public key, sign count, user handle, backup eligibility), so a sign-in reads one item for
+///   the credential;
+/// - the user's side (`Keys.userIdentity`), plus what `list` shows (name, lastUsedAt, backup
+///   state, transports) and the credential id for excludeCredentials.
 struct PasskeyStore: Sendable {
     let table: any Table
 
@@ -17,18 +17,12 @@ struct PasskeyStore: Sendable {
 
     enum Purpose: String { case register, authenticate }
 
-    static func challengeKey(_ challenge: [UInt8]) -> TableKey {
-        TableKey(pk: "PASSKEY_CHALLENGE#\(Base64.urlEncoded(challenge))", sk: "CHALLENGE")
-    }
-
-    static func handleKey(_ userID: String) -> TableKey { TableKey(pk: Keys.user(userID), sk: "WEBAUTHN#HANDLE") }
-
     /// A credential id can be 1023 bytes; its SHA-256 keeps keys and subjects short and fixed.
     static func passkeyID(credentialID: [UInt8]) -> String { Base64.urlEncoded(SHA256.hash(data: credentialID)) }
 
     /// `handle`: for a registration, the user handle its options gave the authenticator.
     func putChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, handle: [UInt8]? = nil, now: Int64) throws(AuthError) {
-        var item = Self.challengeKey(challenge).item
+        var item = Keys.passkeyChallenge(challenge).item
         item["purpose"] = .s(purpose.rawValue)
         if let userID { item["userId"] = .s(userID) }
         if let handle { item["handle"] = .s(Base64.urlEncoded(handle)) }
@@ -52,13 +46,13 @@ struct PasskeyStore: Sendable {
             condition += " AND handle = :handle"
             values[":handle"] = .s(Base64.urlEncoded(handle))
         }
-        return .delete(key: challengeKey(challenge), condition: condition, attributes: ExpressionAttributes(values: values))
+        return .delete(key: Keys.passkeyChallenge(challenge), condition: condition, attributes: ExpressionAttributes(values: values))
     }
 
     static let challengeExpired = AuthError(.challengeExpired, "the challenge is unknown, used or expired; ask for new options")
 
     static func handleItem(_ userID: String, handle: [UInt8]) -> Item {
-        var item = handleKey(userID).item
+        var item = Keys.passkeyHandle(userID).item
         item["handle"] = .s(Base64.urlEncoded(handle))
         return item
     }
@@ -75,7 +69,7 @@ struct PasskeyStore: Sendable {
             return handle
         } catch .conditionFailed {
             // A concurrent first use wrote one: it is the user's.
-            guard let stored = try table.read(Self.handleKey(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded) else {
+            guard let stored = try table.read(Keys.passkeyHandle(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded) else {
                 throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the passkey handle vanished")
             }
             return stored
@@ -87,7 +81,7 @@ struct PasskeyStore: Sendable {
     /// The handle if the user has one; never creates one (a registration must write nothing
     /// before its transaction).
     func existingUserHandle(of userID: String) throws(AuthError) -> [UInt8]? {
-        try table.read(Self.handleKey(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded)
+        try table.read(Keys.passkeyHandle(userID))?["handle"]?.stringValue.flatMap(Base64.urlDecoded)
     }
 
     /// A stored passkey as a sign-in finds it by credential id.
@@ -107,23 +101,30 @@ struct PasskeyStore: Sendable {
                                                    backupEligible: item["backupEligible"]?.boolValue ?? false))
     }
 
+    enum AssertionStep: Equatable { case challenge, signCount, userSide }
+
     /// The assertion's writes: the challenge consumed, the count moved on from the one read (two
     /// assertions of one count cannot both pass), the user's side marked used.
-    static func assertionWrites(challenge: [UInt8], credential: Credential, assertion: VerifiedAssertion, now: Int64) -> [TransactWriteAction] {
-        [consumeChallenge(challenge, purpose: .authenticate, userID: nil, now: now),
-         .update(key: Keys.identityLink(.passkey, credential.passkeyID), update: "SET signCount = :count",
-                 condition: "userId = :user AND signCount = :read",
-                 attributes: ExpressionAttributes(values: [":count": .n(Int64(assertion.signCount)), ":user": .s(credential.userID),
-                                                           ":read": .n(Int64(credential.stored.signCount))])),
-         .update(key: Keys.userIdentity(credential.userID, .passkey, subject: credential.passkeyID),
-                 update: "SET lastUsedAt = :now, backedUp = :backedUp", condition: "attribute_exists(PK)",
-                 attributes: ExpressionAttributes(values: [":now": .s(Timestamps.format(now)), ":backedUp": .bool(assertion.backedUp)]))]
+    static func assertionWrites(challenge: [UInt8], credential: Credential, assertion: VerifiedAssertion,
+                                now: Int64) -> TransactionPlan<AssertionStep> {
+        var plan = TransactionPlan<AssertionStep>()
+        plan.add(.challenge, consumeChallenge(challenge, purpose: .authenticate, userID: nil, now: now))
+        plan.add(.signCount, .update(
+            key: Keys.identityLink(.passkey, credential.passkeyID), update: "SET signCount = :count",
+            condition: "userId = :user AND signCount = :read",
+            attributes: ExpressionAttributes(values: [":count": .n(Int64(assertion.signCount)), ":user": .s(credential.userID),
+                                                      ":read": .n(Int64(credential.stored.signCount))])))
+        plan.add(.userSide, .update(
+            key: Keys.userIdentity(credential.userID, .passkey, subject: credential.passkeyID),
+            update: "SET lastUsedAt = :now, backedUp = :backedUp", condition: "attribute_exists(PK)",
+            attributes: ExpressionAttributes(values: [":now": .s(Timestamps.format(now)), ":backedUp": .bool(assertion.backedUp)])))
+        return plan
     }
 
-    /// Why `assertionWrites` were refused, from their cancellation reasons.
-    static func assertionRefusal(_ reasons: [CancellationReason]) -> AuthError {
-        if reasons.failed(0) { return challengeExpired }
-        if reasons.failed(1) { return AuthError(.passkeyInvalid, "signCount was used by a concurrent sign-in with this passkey") }
+    /// Why `assertionWrites` were refused.
+    static func assertionRefusal(_ cancellation: TransactionPlan<AssertionStep>.Cancellation) -> AuthError {
+        if cancellation.failed(.challenge) { return challengeExpired }
+        if cancellation.failed(.signCount) { return AuthError(.passkeyInvalid, "signCount was used by a concurrent sign-in with this passkey") }
         return AuthError(.passkeyInvalid, "the passkey was deleted")
     }
 
@@ -135,17 +136,12 @@ struct PasskeyStore: Sendable {
         var createdAt: Int64
         var lastUsedAt: Int64?
         var transports: [String]
-
-        var json: JSONValue {
-            ["id": .string(passkeyID), "name": .string(name), "createdAt": .string(Timestamps.format(createdAt)),
-             "lastUsedAt": lastUsedAt.map { .string(Timestamps.format($0)) } ?? .null]
-        }
     }
 
     func passkeys(of userID: String) throws(AuthError) -> [Listed] {
         let items = try table.queryAll(QueryRequest(
             keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
-            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s("IDENTITY#passkey#")])))
+            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.passkeyIdentityPrefix)])))
         return items.compactMap { item -> Listed? in
             guard let id = item["subject"]?.stringValue, let linkedAt = item["linkedAt"].flatMap(Timestamps.parse) else { return nil }
             let transports: [String]
@@ -194,6 +190,6 @@ struct PasskeyStore: Sendable {
         if cancellation.failed(.challenge) { return .challengeExpired }
         if cancellation.failed(.link) || cancellation.failed(.userSide) { return .alreadyRegistered }
         if cancellation.failed(.profile) { return .userChanged }
-        throw AuthError(.internal, "internal error", detail: "passkey registration cancelled: \(cancellation.codes)")
+        throw cancellation.unexpected("passkey registration")
     }
 }

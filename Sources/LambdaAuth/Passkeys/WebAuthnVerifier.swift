@@ -1,26 +1,5 @@
 import Crypto
 
-/// AUTH_PASSKEY_*: the relying party a deployment is (contract section 15).
-public struct PasskeySettings: Sendable, Equatable {
-    public var relyingPartyID: String
-    public var relyingPartyName: String
-    public var origins: [String]
-    public var userVerificationRequired: Bool
-    /// AUTH_PASSKEY_OPTIONS_RATE: login-options per source IP in any rolling hour.
-    public var loginOptionsPerSourceIP: Int
-
-    public init(relyingPartyID: String, relyingPartyName: String, origins: [String], userVerificationRequired: Bool,
-                loginOptionsPerSourceIP: Int = 1000) {
-        self.relyingPartyID = relyingPartyID
-        self.relyingPartyName = relyingPartyName
-        self.origins = origins
-        self.userVerificationRequired = userVerificationRequired
-        self.loginOptionsPerSourceIP = loginOptionsPerSourceIP
-    }
-
-    var relyingPartyIDHash: [UInt8] { Array(SHA256.hash(data: Array(relyingPartyID.utf8))) }
-}
-
 /// A `RegistrationResponseJSON` (W3C WebAuthn Level 3 §5.1.8) with its binary fields decoded.
 public struct RegistrationResponse: Sendable {
     public let credentialID: [UInt8]
@@ -270,7 +249,7 @@ public struct WebAuthnVerifier: Sendable {
         }
         let key: COSEPublicKey
         do { key = try COSEPublicKey(encoded: credential.publicKeyBytes) } catch {
-            throw AuthError(.internal, "internal error", detail: "stored passkey key: \(error)")
+            throw .internalError("stored passkey key: \(error)")
         }
         let signed = response.authenticatorData + Array(SHA256.hash(data: response.clientDataJSON))
         guard key.isValidSignature(response.signature, for: signed) else { throw Self.unknownOrBadSignature }

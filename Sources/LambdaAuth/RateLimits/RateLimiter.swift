@@ -1,5 +1,3 @@
-import Crypto
-
 /// What a limit counts: a name chosen by the flow that calls the limiter (guest creations per
 /// source IP; one-time codes per email, per IP). A value, so that a new limit needs no new type.
 public struct RateLimitScope: Sendable, Hashable, CustomStringConvertible {
@@ -65,7 +63,7 @@ struct TableRateLimiter: RateLimiting {
     static let maximumAttempts = 64
 
     func consume(_ scope: RateLimitScope, key: String, limit: RateLimit, now: Int64) throws(AuthError) {
-        let itemKey = TableRateLimiter.counterKey(scope, key: key)
+        let itemKey = Keys.rateCounter(scope, key: key)
         let current = TableRateLimiter.floorDivide(now, limit.slot)
         for _ in 0..<TableRateLimiter.maximumAttempts {
             let stored = try table.read(itemKey)
@@ -129,13 +127,5 @@ struct TableRateLimiter: RateLimiting {
 
     static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
         value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
-    }
-
-    /// `RATE#<scope>#<key>` / `SLOTS`. The key is hashed when it could not be part of a key as it
-    /// is (too long, or with `#`), so no caller input shapes keys.
-    static func counterKey(_ scope: RateLimitScope, key: String) -> TableKey {
-        let plain = key.utf8.count <= 128 && !key.contains("#") && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
-        let part = plain ? key : "sha256:" + SHA256.hexDigest(of: Array(key.utf8))
-        return TableKey(pk: "RATE#\(scope.name)#\(part)", sk: "SLOTS")
     }
 }

@@ -46,11 +46,11 @@ public struct DataKeys: Sendable {
     public func seal(_ plaintext: String, context: [UInt8] = []) throws(AuthError) -> String {
         do {
             guard let combined = try AES.GCM.seal(Array(plaintext.utf8), using: keys[0], authenticating: context).combined else {
-                throw AuthError(.internal, "internal error")
+                throw AuthError.internalError()
             }
             return Base64.encoded(combined)
         } catch {
-            throw AuthError(.internal, "internal error", detail: "sealing a value failed")
+            throw .internalError("sealing a value failed")
         }
     }
 

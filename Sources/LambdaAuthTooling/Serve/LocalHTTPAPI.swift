@@ -147,7 +147,7 @@ public final class LocalHTTPAPI: Sendable {
             } catch {
                 context.logger.error("the handler failed unexpectedly", metadata: ["detail": .string(String(describing: error.underlying))])
                 // What API Gateway answers when the function fails.
-                let failed = InvocationResponse(error: AuthError(.internal, "internal error"))
+                let failed = InvocationResponse(error: .internalError())
                 RequestReport(handler: route.entry.name, settings: settings, metricsSink: writeStandardErrorLine)
                     .record(decodedRequest, failed, context: context, startedAt: startedAt)
                 return ServeListener.message(500, "Internal Server Error", headers: corsHeaders(origin))

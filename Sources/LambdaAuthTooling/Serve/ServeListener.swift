@@ -62,31 +62,21 @@ public final class ServeListener: Sendable {
 
     /// Listens on `host` (an IPv4 address) and `port` (0: one the system chooses).
     public init(host: String, port: UInt16, handler: @escaping @Sendable (Request) -> Response) throws(BindFailure) {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+        var address = in_addr()
+        guard inet_pton(AF_INET, host, &address) == 1 else {
             throw BindFailure(description: "--host \(host) is not an IPv4 address")
         }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw BindFailure(description: "cannot open a socket: \(String(cString: strerror(errno)))") }
-        var reuse: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 128) == 0 else {
-            let reason = errno == EADDRINUSE ? "the port is in use" : String(cString: strerror(errno))
-            close(descriptor)
-            throw BindFailure(description: "cannot listen on \(host):\(port): \(reason)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        let listening: (descriptor: Int32, port: UInt16)
+        do {
+            listening = try TCPListener.listen(on: address, port: port)
+        } catch {
+            let reason = error.errno == EADDRINUSE ? "the port is in use" : String(cString: strerror(error.errno))
+            throw BindFailure(description: error.operation == "socket" ? "cannot open a socket: \(reason)"
+                                                                       : "cannot listen on \(host):\(port): \(reason)")
         }
         self.host = host
-        self.port = UInt16(bigEndian: address.sin_port)
-        listener = descriptor
+        self.port = listening.port
+        listener = listening.descriptor
         self.handler = handler
         BackgroundThread.detach { [self] in acceptLoop() }
     }
@@ -139,16 +129,13 @@ public final class ServeListener: Sendable {
                 close(listener)
             }
         }
-        while true {
-            let connection = accept(listener, nil, nil)
-            if connection < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                // EAGAIN: stop() made the listener non-blocking while it drains the backlog.
-                if errno == EAGAIN, !state.withLock({ $0.stopping }) { continue }
-                return
-            }
+        // EAGAIN: stop() made the listener non-blocking while it drains the backlog.
+        TCPListener.acceptConnections(listener, retrying: { error in
+            error == EINTR || error == ECONNABORTED || (error == EAGAIN && !state.withLock { $0.stopping })
+        }, take: { connection in
             startServing(connection)
-        }
+            return true
+        })
     }
 
     private func startServing(_ connection: Int32) {

@@ -94,12 +94,18 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         return ["error": .object(error)]
     }
 
+    /// Our own failure, not the caller's: INTERNAL with the one message a caller ever sees of it;
+    /// what went wrong goes to the log alone.
+    public static func internalError(_ detail: String? = nil) -> AuthError {
+        AuthError(.internal, "internal error", detail: detail)
+    }
+
     /// Maps any error thrown below the flows to the contract's error; unknown ones become INTERNAL
     /// with their description kept for the log only.
     public static func from(_ error: any Error) -> AuthError {
         if let error = error as? AuthError { return error }
         if let convertible = error as? any AuthErrorConvertible { return convertible.authError }
-        return AuthError(.internal, "internal error", detail: String(describing: error))
+        return .internalError(String(describing: error))
     }
 }
 

@@ -44,13 +44,27 @@ package struct CurlLibrary: @unchecked Sendable {
               let easySetopt = symbol("curl_easy_setopt"), let easyGetinfo = symbol("curl_easy_getinfo") else {
             return .failure(.libraryUnavailable("\(name) lacks an expected function"))
         }
-        _ = unsafeBitCast(globalInit, to: GlobalInit.self)(Int(CURL_GLOBAL_DEFAULT))
+        let initialised = unsafeBitCast(globalInit, to: GlobalInit.self)(Int(CURL_GLOBAL_DEFAULT))
+        guard initialised == CURLE_OK else {
+            return .failure(.libraryUnavailable("\(name): curl_global_init failed (code \(initialised))"))
+        }
         return .success(CurlLibrary(
             easyInit: unsafeBitCast(easyInit, to: EasyInit.self), easyCleanup: unsafeBitCast(easyCleanup, to: EasyHandle.self),
             easyReset: unsafeBitCast(easyReset, to: EasyHandle.self), easyPerform: unsafeBitCast(easyPerform, to: EasyPerform.self),
             easyStrerror: unsafeBitCast(easyStrerror, to: EasyStrerror.self),
             slistAppend: unsafeBitCast(slistAppend, to: SlistAppend.self),
             slistFreeAll: unsafeBitCast(slistFreeAll, to: SlistFreeAll.self), easySetopt: easySetopt, easyGetinfo: easyGetinfo))
+    }
+
+    /// An option libcurl refused: the request is not sent, since without the option it would not
+    /// be the request we mean (one that follows redirects, or has no size or time bound). A URL
+    /// it refuses (over its 8 MB input limit) is the request's fault; any other refusal is this
+    /// libcurl's (too old for the option, built without a protocol), which no retry fixes.
+    package func check(_ code: CURLcode, _ option: String, url: String) throws(HTTPClientError) {
+        guard code != CURLE_OK else { return }
+        if option == "CURLOPT_URL", code == CURLE_BAD_FUNCTION_ARGUMENT { throw .invalidURL(url) }
+        let reason = easyStrerror(code).map { String(cString: $0) } ?? "curl error"
+        throw .libraryUnavailable("libcurl refused \(option) (code \(code): \(reason)); the request was not sent")
     }
 }
 
@@ -98,32 +112,44 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
         // curl adds "Expect: 100-continue" to large POSTs, costing a round trip; AWS does not need it.
         headerList = library.slistAppend(headerList, "Expect:")
 
-        _ = lambda_auth_curl_setopt_string(setopt, curl, CURLOPT_URL, request.url)
-        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOSIGNAL, 1)
-        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_FOLLOWLOCATION, 0)
-        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+        func check(_ code: CURLcode, _ option: String) throws(HTTPClientError) {
+            try library.check(code, option, url: request.url)
+        }
+        try check(lambda_auth_curl_setopt_string(setopt, curl, CURLOPT_URL, request.url), "CURLOPT_URL")
+        try check(lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+        try check(lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_FOLLOWLOCATION, 0), "CURLOPT_FOLLOWLOCATION")
+        try check(lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS)), "CURLOPT_PROTOCOLS")
         // No timeout (zero) only outside an invocation: the Runtime API's /next blocks until an
         // event comes. Inside one, the invocation's deadline caps every request's own timeout.
         let hasTimeout = timeout > 0
-        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_TIMEOUT_MS, hasTimeout ? max(1, Int(timeout * 1000)) : 0)
-        _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int((hasTimeout ? min(timeout, 3) : 3) * 1000)))
-        _ = lambda_auth_curl_setopt_off_t(setopt, curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseBytes))
-        _ = lambda_auth_curl_setopt_string(setopt, curl, CURLOPT_CUSTOMREQUEST, request.method)
-        if request.method == "HEAD" { _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOBODY, 1) }
-        _ = lambda_auth_curl_setopt_slist(setopt, curl, CURLOPT_HTTPHEADER, headerList)
-        _ = lambda_auth_curl_setopt_write_function(setopt, curl, CURLOPT_WRITEFUNCTION, curlWriteBody)
-        _ = lambda_auth_curl_setopt_pointer(setopt, curl, CURLOPT_WRITEDATA, context)
-        _ = lambda_auth_curl_setopt_write_function(setopt, curl, CURLOPT_HEADERFUNCTION, curlWriteHeader)
-        _ = lambda_auth_curl_setopt_pointer(setopt, curl, CURLOPT_HEADERDATA, context)
+        try check(lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_TIMEOUT_MS, hasTimeout ? max(1, Int(timeout * 1000)) : 0),
+                  "CURLOPT_TIMEOUT_MS")
+        try check(lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int((hasTimeout ? min(timeout, 3) : 3) * 1000))),
+                  "CURLOPT_CONNECTTIMEOUT_MS")
+        try check(lambda_auth_curl_setopt_off_t(setopt, curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseBytes)),
+                  "CURLOPT_MAXFILESIZE_LARGE")
+        try check(lambda_auth_curl_setopt_string(setopt, curl, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
+        if request.method == "HEAD" { try check(lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY") }
+        try check(lambda_auth_curl_setopt_slist(setopt, curl, CURLOPT_HTTPHEADER, headerList), "CURLOPT_HTTPHEADER")
+        try check(lambda_auth_curl_setopt_write_function(setopt, curl, CURLOPT_WRITEFUNCTION, curlWriteBody), "CURLOPT_WRITEFUNCTION")
+        try check(lambda_auth_curl_setopt_pointer(setopt, curl, CURLOPT_WRITEDATA, context), "CURLOPT_WRITEDATA")
+        try check(lambda_auth_curl_setopt_write_function(setopt, curl, CURLOPT_HEADERFUNCTION, curlWriteHeader), "CURLOPT_HEADERFUNCTION")
+        try check(lambda_auth_curl_setopt_pointer(setopt, curl, CURLOPT_HEADERDATA, context), "CURLOPT_HEADERDATA")
 
-        let code: CURLcode = request.body.withUnsafeBufferPointer { body in
-            if !body.isEmpty || request.method == "POST" || request.method == "PUT" {
-                _ = lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_POSTFIELDSIZE, body.count)
-                _ = lambda_auth_curl_setopt_pointer(
-                    setopt, curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafePointer(bitPattern: 1)!))
+        let performed: Result<CURLcode, HTTPClientError> = request.body.withUnsafeBufferPointer { body in
+            do throws(HTTPClientError) {
+                if !body.isEmpty || request.method == "POST" || request.method == "PUT" {
+                    try check(lambda_auth_curl_setopt_long(setopt, curl, CURLOPT_POSTFIELDSIZE, body.count), "CURLOPT_POSTFIELDSIZE")
+                    try check(lambda_auth_curl_setopt_pointer(
+                        setopt, curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafePointer(bitPattern: 1)!)),
+                        "CURLOPT_POSTFIELDS")
+                }
+                return .success(library.easyPerform(curl))
+            } catch {
+                return .failure(error)
             }
-            return library.easyPerform(curl)
         }
+        let code = try performed.get()
 
         if transfer.exceeded { throw .responseTooLarge(limit: request.maximumResponseBytes) }
         switch code {
@@ -134,7 +160,7 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
         default: throw .connection(library.easyStrerror(code).map { String(cString: $0) } ?? "curl error \(code)")
         }
         var status = 0
-        _ = lambda_auth_curl_getinfo_long(library.easyGetinfo, curl, CURLINFO_RESPONSE_CODE, &status)
+        try check(lambda_auth_curl_getinfo_long(library.easyGetinfo, curl, CURLINFO_RESPONSE_CODE, &status), "CURLINFO_RESPONSE_CODE")
         return HTTPResponse(status: status, headers: transfer.headers, body: transfer.body)
     }
 }

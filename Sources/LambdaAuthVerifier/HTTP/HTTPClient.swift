@@ -39,8 +39,8 @@ public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
     case timeout
     case responseTooLarge(limit: Int)
     case invalidURL(String)
-    /// The HTTP library itself cannot be loaded: a configuration problem of the machine, which no
-    /// retry fixes.
+    /// The HTTP library cannot be loaded, or refuses an option every request needs: a problem of
+    /// the machine's libcurl, which no retry fixes.
     case libraryUnavailable(String)
 
     public var description: String {

@@ -6,7 +6,7 @@ import Testing
 /// A user's app metadata (contract section 17): set only by operators (`authctl users
 /// set-metadata`), validated, conditional on the profile version, shown in the user object, and
 /// carried as `app_metadata` by every access token issued afterwards: the next sign-in and each
-/// session's next refresh. Both backends, whole processes.
+/// session's next refresh. Both backends.
 @Suite struct AppMetadataTests {
     static func authctl(_ world: FlowWorld, _ arguments: String...) throws -> ProcessRunner.Output {
         try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: arguments, environment: world.environment)

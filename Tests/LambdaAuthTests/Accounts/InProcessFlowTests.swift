@@ -2,8 +2,8 @@ import LambdaAuth
 import LambdaAuthTestSupport
 import Testing
 
-/// The fast layer: the handlers in this process on the local store, a fixed clock (AUTH_NOW) and
-/// seeded randomness. The whole-process tests stay the end-to-end layer.
+/// The handlers on services built once (`InProcessFlows`) on the local store, a fixed clock
+/// (AUTH_NOW) and seeded randomness: reproducible identifiers and tokens.
 @Suite struct InProcessFlowTests {
     static func code(_ body: () throws(AuthError) -> JSONValue) -> String? {
         do {

@@ -4,10 +4,11 @@ import LambdaAuthTooling
 import Testing
 
 /// No ID token, access token, refresh token, credential or key may reach a log line or an error
-/// message, on success paths and failure paths alike (debug logging on).
+/// message, on success paths and failure paths alike (debug logging on). The handlers run as
+/// processes: whatever reaches their stderr counts, not only what their loggers write.
 @Suite struct LogSecrecyTests {
     @Test func noSecretInAnyLogLine() throws {
-        let world = FlowWorld(["AUTH_CREDENTIALS_SECRET": "log-secrecy-master-secret-0123456789"])
+        let world = FlowWorld(["AUTH_CREDENTIALS_SECRET": "log-secrecy-master-secret-0123456789"], processes: true)
         var secrets: [String] = ["log-secrecy-master-secret-0123456789"]
         var responses: [String] = []
 
@@ -71,7 +72,7 @@ import Testing
     /// Every kind of event line (contract section 18), each produced for real, and not one of
     /// them, nor any other line, carries a token, a code or a secret.
     @Test func noEventLineCarriesASecret() throws {
-        let world = FlowWorld(["AUTH_GUEST": "on", "AUTH_GUEST_RATE": "1", "AUTH_EMAIL": "on"])
+        let world = FlowWorld(["AUTH_GUEST": "on", "AUTH_GUEST_RATE": "1", "AUTH_EMAIL": "on"], processes: true)
         world.setEnvironment("AUTH_EMAIL_SENDER", "outbox:" + world.directory + "/outbox")
         var secrets: [String] = []
         func keep(_ output: ProcessRunner.Output) -> JSONValue? {

@@ -6,8 +6,7 @@ import Testing
 /// Contract section 12: `refresh` finds its token by the key the token carries, with one strongly
 /// consistent read, so a refresh right after a sign-in or a rotation is never "not found" on
 /// DynamoDB, whose GSI1 answers eventually consistent. Proven with GSI1 refused outright: on
-/// DynamoDB by a proxy in front of moto (whole processes), on the local store by a recording
-/// table (in process).
+/// DynamoDB by a proxy in front of moto, on the local store by a recording table.
 @Suite(.serialized) struct RefreshConsistencyTests {
     static let chainLength = 50
 

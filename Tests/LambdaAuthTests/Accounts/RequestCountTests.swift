@@ -2,8 +2,8 @@ import LambdaAuth
 import LambdaAuthTestSupport
 import Testing
 
-/// Issue 9's request budgets, counted on both backends: in process over a recording table on the
-/// local store, and as whole handler processes through a proxy in front of moto. Every count is
+/// Issue 9's request budgets, counted on both backends: over a recording table on the local
+/// store, and through a proxy in front of moto. Every count is
 /// taken after a warm-up sign-in, as in a warm Lambda (the local store's first sign-in also
 /// creates its development keys). GSI1 is refused throughout: no flow may need it.
 @Suite(.serialized) struct RequestCountTests {

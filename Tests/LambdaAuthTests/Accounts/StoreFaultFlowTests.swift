@@ -3,7 +3,7 @@ import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
 
-/// Real handler processes on DynamoDB (moto_server) behind a loopback proxy that reads through to
+/// The handlers on DynamoDB (moto_server) behind a loopback proxy that reads through to
 /// moto but answers every TransactWriteItems with a fault: after its retries the handler must
 /// answer STORE_UNAVAILABLE (503, retryable) and the table must hold nothing the failed
 /// invocation started to write.

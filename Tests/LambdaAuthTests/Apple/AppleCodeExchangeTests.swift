@@ -5,8 +5,8 @@ import LambdaAuthTooling
 import Testing
 
 /// `signin` with an Apple `authorizationCode`, Apple's refresh token kept sealed, and its
-/// revocation before delete-account and before an Apple unlink (contract section 8), as real
-/// handler processes do it against the dev Apple server, on both backends.
+/// revocation before delete-account and before an Apple unlink (contract section 8), as the
+/// handlers do it against the dev Apple server, on both backends.
 @Suite(.serialized) struct AppleCodeExchangeTests {
     static let subject = "000777.apple.1"
 

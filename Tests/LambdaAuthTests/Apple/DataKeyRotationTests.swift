@@ -6,7 +6,7 @@ import Testing
 
 /// AUTH_DATA_KEYS (contract section 13): the first key seals, every listed key opens, `authctl keys
 /// reseal` moves every stored value under the first key, and a value no listed key opens is a
-/// CONFIG_ERROR naming AUTH_DATA_KEYS that leaves the store as it was. Real processes, both backends.
+/// CONFIG_ERROR naming AUTH_DATA_KEYS that leaves the store as it was. Both backends.
 @Suite(.serialized) struct DataKeyRotationTests {
     @Test func theVariablesParse() throws {
         let first = SystemRandomSource().bytes(32), second = SystemRandomSource().bytes(32)

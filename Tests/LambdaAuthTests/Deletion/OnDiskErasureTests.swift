@@ -8,7 +8,7 @@ import Glibc
 
 /// Erased means erased on disk (contract section 13): once `delete-account` answered, no file of
 /// the local store holds the user's id, subjects or email, in its content or its name, while
-/// the other users' data is still all there. Real processes.
+/// the other users' data is still all there.
 @Suite(.serialized) struct OnDiskErasureTests {
     /// Every file and directory under `root` whose name or bytes contain one of `needles`.
     static func traces(of needles: [String], under root: String) -> [String] {

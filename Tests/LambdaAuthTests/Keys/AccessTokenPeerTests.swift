@@ -7,7 +7,7 @@ import Testing
 /// `cryptography`, Tests/Scripts/verify_access_tokens.py) fetches the JWKS from the `well-known`
 /// executable through an HTTP API event and checks tokens signed by each published key; a key
 /// that is not published fails there and in every handler that checks a caller. Then a whole
-/// rotation, process by process. Both backends.
+/// rotation, each invocation reading the keys afresh as a new process does. Both backends.
 @Suite struct AccessTokenPeerTests {
     static let issuer = "https://auth.example.test"
     static let audience = "example-api"

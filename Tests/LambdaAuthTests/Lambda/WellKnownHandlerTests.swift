@@ -3,7 +3,7 @@ import LambdaAuthTestSupport
 import LambdaAuthTooling
 import Testing
 
-/// `well-known` as a process: the two documents on the Lambda event path (the samples in
+/// `well-known` as its executable runs an event (in this process): the two documents on the Lambda event path (the samples in
 /// Events/well-known), their cache header, direct invocations, and what an unknown path,
 /// document or method answers.
 @Suite struct WellKnownHandlerTests {
@@ -22,9 +22,7 @@ import Testing
     }
 
     func run(_ event: [UInt8], environment: [String: String]? = nil) throws -> ProcessRunner.Output {
-        let output = try ProcessRunner.run(ProcessRunner.executable("well-known"), environment: environment ?? self.environment, stdin: event)
-        #expect(output.exitCode == 0)
-        return output
+        HandlerCatalogue.wellKnown.runInProcess(environment: environment ?? self.environment, stdin: event)
     }
 
     @Test func servesTheJWKSAndTheDiscoveryDocumentOverHTTPEventsForFiveMinutes() throws {

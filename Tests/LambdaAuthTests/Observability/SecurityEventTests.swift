@@ -5,7 +5,7 @@ import Testing
 
 /// Contract section 18: every request, answered or refused, writes exactly one event line, named
 /// by the most specific thing that happened, with the fields that identify it and never a token,
-/// code or secret; whatever `AUTH_LOG_LEVEL` says. Whole processes, both backends.
+/// code or secret; whatever `AUTH_LOG_LEVEL` says. Both backends.
 @Suite struct SecurityEventTests {
     /// The event lines of one process's log.
     static func events(_ output: ProcessRunner.Output) -> [JSONValue] {

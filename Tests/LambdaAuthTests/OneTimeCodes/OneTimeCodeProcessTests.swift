@@ -16,14 +16,14 @@ import Testing
     func eightProcessesRacingToUseOneCodeSignInOnce(backend: FlowWorld.Backend) throws {
         let codes = try EmailCodeWorld(backend)
         let world = codes.world
-        let started = world.run("otp-start", Self.httpEvent(["email": "racer@example.com"], sourceIP: "203.0.113.9"))
+        let started = world.runProcess("otp-start", Self.httpEvent(["email": "racer@example.com"], sourceIP: "203.0.113.9"))
         #expect(started.exitCode == 0)
         #expect(started.json?["statusCode"] == 202)
         #expect(started.responseBody == ["sent": true, "expiresIn": 600])
         let code = try #require(codes.latestCode("racer@example.com"))
         let codeHash = try #require(try world.allItems(at: 0).first { $0["PK"] == .s("OTP#racer@example.com") }?["codeHash"]?.stringValue)
 
-        let wrong = world.run("signin", ["provider": "email", "email": "racer@example.com", "code": .string(code == "000000" ? "000001" : "000000")])
+        let wrong = world.runProcess("signin", ["provider": "email", "email": "racer@example.com", "code": .string(code == "000000" ? "000001" : "000000")])
         #expect(wrong.errorCode == "OTP_INVALID")
 
         let processes = try (0..<8).map { _ in try world.start("signin") }

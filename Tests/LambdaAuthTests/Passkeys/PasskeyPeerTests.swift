@@ -3,7 +3,7 @@ import LambdaAuthTestSupport
 import LambdaAuthTooling
 import Testing
 
-/// The handlers as whole processes, on both backends, against an authenticator nobody here wrote:
+/// The handlers, on both backends, against an authenticator nobody here wrote:
 /// soft-webauthn (Tests/Scripts/webauthn_peer.py, in the virtual environment prerequisites.sh
 /// makes). It registers for our creation options, signs in for our request options, pads its
 /// credential id as some credential managers do, and sets UP without UV.

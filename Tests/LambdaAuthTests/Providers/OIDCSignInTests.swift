@@ -5,7 +5,7 @@ import Testing
 
 /// A provider of AUTH_OIDC_PROVIDERS through every handler that takes a proof (contract section
 /// 14): sign-in, linking by verified email, link and unlink, re-authentication for deletion, and a
-/// guest upgrading to it, as whole processes on both backends, with its keys found through its
+/// guest upgrading to it, on both backends, with its keys found through its
 /// discovery document on a loopback server. Everything Google has, through the provider registry.
 @Suite struct OIDCSignInTests {
     /// The provider's issuer: its JWKS and discovery document on loopback, its tokens minted at

@@ -39,7 +39,7 @@ import Testing
         #expect(Self.outcome(limiter, key: "203.0.113.7", limit: 30, now: now + 3899)?.code == .rateLimited)
         #expect(Self.outcome(limiter, key: "203.0.113.7", limit: 30, now: now + 3900) == nil)
 
-        let counter = try #require(try table.getItem(TableRateLimiter.counterKey(Self.scope, key: "203.0.113.7")))
+        let counter = try #require(try table.getItem(Keys.rateCounter(Self.scope, key: "203.0.113.7")))
         // The old slot was dropped when the new one was written: storage stays bounded.
         #expect(counter["slots"] == .m([String((now + 3900) / 300): .n(1)]))
         #expect(counter["ttl"] == .n(now + 3900 + 300 + 3600 + TableRateLimiter.lingering))
@@ -51,7 +51,7 @@ import Testing
     @Test(arguments: FlowWorld.Backend.allCases)
     func aCounterPastItsTTLButNotYetSweptStartsAfresh(backend: FlowWorld.Backend) throws {
         let world = try FlowWorld(backend: backend)
-        let key = TableRateLimiter.counterKey(Self.scope, key: "203.0.113.9")
+        let key = Keys.rateCounter(Self.scope, key: "203.0.113.9")
         #expect(Self.outcome(TableRateLimiter(table: try world.table()), key: "203.0.113.9", limit: 2, now: world.now) == nil)
         let ttl = try #require(try world.table().getItem(key)?["ttl"]?.int64Value)
         let later = try world.table(at: ttl + 1)
@@ -107,7 +107,7 @@ import Testing
         #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now + 600) == nil, "a process ten minutes ahead")
         #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now) == nil)
         #expect(Self.outcome(limiter, key: "skewed", limit: 2, now: now)?.code == .rateLimited)
-        let counter = try #require(try table.getItem(TableRateLimiter.counterKey(Self.scope, key: "skewed")))
+        let counter = try #require(try table.getItem(Keys.rateCounter(Self.scope, key: "skewed")))
         #expect(counter["ttl"] == .n(now + 600 + 300 + 3600 + TableRateLimiter.lingering))
     }
 
@@ -119,8 +119,8 @@ import Testing
     }
 
     @Test func keysThatCannotBePartOfAKeyAreHashed() {
-        let key = TableRateLimiter.counterKey(Self.scope, key: "a#b")
+        let key = Keys.rateCounter(Self.scope, key: "a#b")
         #expect(key.pk.hasPrefix("RATE#test-ip#sha256:"))
-        #expect(TableRateLimiter.counterKey(Self.scope, key: "2001:db8:1:2::/64") == TableKey(pk: "RATE#test-ip#2001:db8:1:2::/64", sk: "SLOTS"))
+        #expect(Keys.rateCounter(Self.scope, key: "2001:db8:1:2::/64") == TableKey(pk: "RATE#test-ip#2001:db8:1:2::/64", sk: "SLOTS"))
     }
 }

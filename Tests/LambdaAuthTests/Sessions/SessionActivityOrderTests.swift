@@ -5,7 +5,7 @@ import Testing
 /// Session activity to the millisecond (contract section 13): the session limit evicts exactly the
 /// least recently active session and `sessions` lists exactly most recent first, even for
 /// sessions opened within one second; profiles written with second-precision activity still read
-/// right. Real processes, both backends, on the worlds' fixed clock (no second ever passes).
+/// right. Both backends, on the worlds' fixed clock (no second ever passes).
 @Suite(.serialized) struct SessionActivityOrderTests {
     struct Opened {
         var sessionID: String

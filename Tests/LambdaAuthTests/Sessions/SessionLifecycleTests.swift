@@ -3,7 +3,7 @@ import LambdaAuthTestSupport
 import LambdaAuthTooling
 import Testing
 
-/// `signout` and `sessions` (contract section 7) as real processes on both backends.
+/// `signout` and `sessions` (contract section 7) on both backends.
 @Suite(.serialized) struct SessionLifecycleTests {
     struct Device {
         var accessToken: String

@@ -29,7 +29,7 @@ struct HexDigestTests {
     @Test func hashedKeysAreAsStored() {
         #expect(Keys.appleNotification(id: "apple-notification-jti-1")
             == TableKey(pk: "NOTIFICATION#apple#764e6ff9f11dafb6fa1dd0a0cffc586afef009ecf466427de89fac7cc45b9295", sk: "REPLAY"))
-        #expect(TableRateLimiter.counterKey(RateLimitScope("test-ip"), key: "a#b")
+        #expect(Keys.rateCounter(RateLimitScope("test-ip"), key: "a#b")
             == TableKey(pk: "RATE#test-ip#sha256:8187fc8f7f007036dffc199544b33167632c7739733785bbdec0fbb9a2c43ca1", sk: "SLOTS"))
     }
 }

@@ -3,8 +3,6 @@ import Glibc
 #endif
 import Synchronization
 
-@_silgen_name("syncfs") private func syncFileSystem(_ descriptor: Int32) -> Int32
-
 /// The local store: a directory (`AUTH_STORE`) that many processes share safely.
 ///
 /// Design, and why:
@@ -49,14 +47,14 @@ public final class LocalTable: Table, Sendable {
     static let maximumItemSize = 400 * 1024
 
     public let directory: String
-    private let clock: any WallClock
-    private let layout: StoreLayout
+    let clock: any WallClock
+    let layout: StoreLayout
     /// The part of the log this process has parsed. flock is per open file, so threads of one
     /// process serialise on this lock first.
-    private let cachedLog = Mutex<WriteAheadLog.State?>(nil)
+    let cachedLog = Mutex<WriteAheadLog.State?>(nil)
 
-    private let checkpointThreshold: Int
-    private let dueStores: DueStores
+    let checkpointThreshold: Int
+    let dueStores: DueStores
 
     public convenience init(directory: String, clock: any WallClock) {
         self.init(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold)
@@ -123,8 +121,8 @@ public final class LocalTable: Table, Sendable {
         let onIndex: Bool
         switch request.indexName {
         case nil: onIndex = false
-        case "GSI1"?: onIndex = true
-        case let other?: throw .invalidRequest("unknown index \(other) (the table has GSI1)")
+        case Keys.tokenHashIndex?: onIndex = true
+        case let other?: throw .invalidRequest("unknown index \(other) (the table has \(Keys.tokenHashIndex))")
         }
         if let limit = request.limit, limit <= 0 { throw .invalidRequest("limit must be at least 1") }
         let condition = try ExpressionParser.keyCondition(request.keyCondition, request.attributes,
@@ -284,250 +282,6 @@ public final class LocalTable: Table, Sendable {
         try write(forceCheckpoint: true) { batch throws(TableError) in
             for (key, item) in keyed { batch.stage(key, item) }
         }
-    }
-
-    /// The checkpoint this process's writes left due, if the log is still past the threshold
-    /// (another process may have done it since). Returns whether it checkpointed.
-    @discardableResult
-    public func checkpointIfDue() throws(TableError) -> Bool {
-        try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog, force: false) }
-    }
-
-    /// A checkpoint whatever the log's size: the log's records of deleted items (and of what they
-    /// held before) go, and the files of partitions left empty are removed, names and all.
-    public func eraseDeletedItems() throws(TableError) {
-        _ = try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog, force: true) }
-    }
-
-    private func checkpointIfDue(_ cachedLog: inout WriteAheadLog.State?, force: Bool) throws(TableError) -> Bool {
-        guard let lock = try StoreLock.acquire(layout, exclusive: true, creating: false) else { return false }
-        defer { lock.release() }
-        let descriptor = open(layout.walPath, O_RDWR | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno == ENOENT { return false }
-            throw ioFailure(layout.walPath, "open")
-        }
-        defer { close(descriptor) }
-        var log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
-        cachedLog = log
-        guard log.validEnd > (force ? WriteAheadLog.headerSize : checkpointThreshold) else { return false }
-        do {
-            try checkpoint(descriptor, &log, now: clock.now())
-            cachedLog = log
-        } catch {
-            cachedLog = nil
-            throw error
-        }
-        return true
-    }
-
-    // MARK: - Sessions
-
-    struct WriteBatch {
-        let reader: StoreReader
-        fileprivate(set) var changes: [(TableKey, Item?)] = []
-
-        mutating func stage(_ key: TableKey, _ item: Item?) { changes.append((key, item)) }
-    }
-
-    private func read<T: Sendable>(_ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
-        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in try read(&cachedLog, body) }
-    }
-
-    private func read<T>(_ cachedLog: inout WriteAheadLog.State?,
-                         _ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
-        let now = clock.now()
-        guard let lock = try StoreLock.acquire(layout, exclusive: false) else {
-            return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
-        }
-        defer { lock.release() }
-        let descriptor = open(layout.walPath, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            guard errno == ENOENT else {
-                throw .unavailable(FileSystem.Failure(path: layout.walPath, operation: "open", errno: errno).description)
-            }
-            return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
-        }
-        defer { close(descriptor) }
-        let log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
-        cachedLog = log
-        return try body(StoreReader(layout: layout, overlay: log.overlay, now: now))
-    }
-
-    private func write<T: Sendable>(forceCheckpoint: Bool = false,
-                                    _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
-        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in
-            try write(&cachedLog, forceCheckpoint: forceCheckpoint, body)
-        }
-    }
-
-    private func write<T>(_ cachedLog: inout WriteAheadLog.State?, forceCheckpoint: Bool,
-                          _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
-        let now = clock.now()
-        let lock = try StoreLock.acquire(layout, exclusive: true)!
-        defer { lock.release() }
-        // Nothing is created or truncated until there is something to commit: a failed condition
-        // leaves every file as it was.
-        var descriptor = open(layout.walPath, O_RDWR | O_CLOEXEC)
-        defer { if descriptor >= 0 { close(descriptor) } }
-        var log = WriteAheadLog.State(inode: 0, generation: 0, validEnd: 0, fileSize: 0, overlay: Overlay())
-        if descriptor >= 0 {
-            log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
-            cachedLog = log
-        } else if errno != ENOENT {
-            throw ioFailure(layout.walPath, "open")
-        }
-        var batch = WriteBatch(reader: StoreReader(layout: layout, overlay: log.overlay, now: now))
-        let result = try body(&batch)
-        guard !batch.changes.isEmpty else { return result }
-        var newFile = false
-        if descriptor < 0 {
-            descriptor = open(layout.walPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw ioFailure(layout.walPath, "create") }
-            newFile = true
-        }
-        if log.validEnd < WriteAheadLog.headerSize {
-            try resetLog(descriptor, &log, newFile: newFile)
-        } else if log.validEnd < log.fileSize {
-            // A torn record from a crash mid-append: it was never acknowledged.
-            guard ftruncate(descriptor, off_t(log.validEnd)) == 0 else { throw ioFailure(layout.walPath, "truncate") }
-        }
-        let record = WriteAheadLog.encodeRecord(batch.changes)
-        let written = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(log.validEnd)) }
-        guard written == record.count, fdatasync(descriptor) == 0 else {
-            let failure = ioFailure(layout.walPath, "append to")
-            _ = ftruncate(descriptor, off_t(log.validEnd))
-            cachedLog = nil
-            throw failure
-        }
-        // Acknowledged from here on: the record is on disk.
-        for (key, item) in batch.changes { log.overlay.apply(key, item) }
-        log.validEnd += record.count
-        log.fileSize = log.validEnd
-        cachedLog = log
-        if forceCheckpoint || log.validEnd > checkpointThreshold * LocalTable.inlineCheckpointFactor {
-            // The commit is acknowledged already; a checkpoint that cannot finish (a full disk, a
-            // damaged partition file, which reads report with its path) is retried later.
-            do {
-                try checkpoint(descriptor, &log, now: now)
-                cachedLog = log
-            } catch {
-                cachedLog = nil
-            }
-        } else if log.validEnd > checkpointThreshold {
-            dueStores.add(directory: directory, clock: clock, checkpointThreshold: checkpointThreshold)
-        }
-        return result
-    }
-
-    private func ioFailure(_ path: String, _ operation: String) -> TableError {
-        .unavailable(FileSystem.Failure(path: path, operation: operation, errno: errno).description)
-    }
-
-    /// A fresh, empty log under a new generation, durably.
-    private func resetLog(_ descriptor: Int32, _ log: inout WriteAheadLog.State, newFile: Bool) throws(TableError) {
-        let generation = log.generation &+ 1
-        let header = WriteAheadLog.header(generation: generation)
-        let written = header.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        guard written == header.count, ftruncate(descriptor, off_t(header.count)) == 0, fdatasync(descriptor) == 0 else {
-            throw ioFailure(layout.walPath, "reset")
-        }
-        if newFile {
-            do throws(FileSystem.Failure) {
-                try FileSystem.syncDirectory(directory)
-                try FileSystem.syncDirectory(FileSystem.parentDirectory(of: directory))
-            } catch {
-                throw .unavailable(error.description)
-            }
-        }
-        var status = stat()
-        let inode = fstat(descriptor, &status) == 0 ? UInt64(status.st_ino) : 0
-        log = WriteAheadLog.State(inode: inode, generation: generation, validEnd: header.count,
-                                  fileSize: header.count, overlay: Overlay())
-    }
-
-    /// Moves the log's changes into the partition and index files, in two synced phases: new
-    /// contents go to `.tmp` files, then renames replace the old files. Until the log is emptied
-    /// it still holds every change, so a crash anywhere here loses nothing: each file is either
-    /// its old or its new version, and the next checkpoint redoes the work. Rewriting a partition
-    /// also drops its expired items, as DynamoDB's TTL sweeper would.
-    private func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State, now: Double) throws(TableError) {
-        var byPartition: [ExactString: [(TableKey, Item?)]] = [:]
-        for (key, item) in log.overlay.changes { byPartition[ExactString(key.pk), default: []].append((key, item)) }
-        var indexChanges: [ExactString: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
-        var replacements: [(temporary: String, path: String)] = []
-        var rewrittenPartitions: [(path: String, partition: KeyedPartition)] = []
-        var removals: [String] = []
-        var knownDirectories: Set<String> = []
-
-        func stage(_ path: String, _ bytes: [UInt8]?) throws(TableError) {
-            guard let bytes else {
-                removals.append(path)
-                return
-            }
-            let directory = FileSystem.parentDirectory(of: path)
-            if !knownDirectories.contains(directory) {
-                if mkdir(directory, 0o700) != 0, errno != EEXIST {
-                    do throws(FileSystem.Failure) { try FileSystem.createDirectory(directory) } catch { throw .unavailable(error.description) }
-                }
-                knownDirectories.insert(directory)
-            }
-            let temporary = path + ".tmp"
-            let file = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard file >= 0 else { throw ioFailure(temporary, "open") }
-            defer { close(file) }
-            do throws(FileSystem.Failure) { try FileSystem.writeAll(file, bytes, path: temporary) } catch { throw .unavailable(error.description) }
-            replacements.append((temporary, path))
-        }
-
-        for (exactPartitionKey, changes) in byPartition {
-            let partitionKey = exactPartitionKey.value
-            let path = layout.partitionPath(partitionKey)
-            let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
-            var changedBySortKey: [ExactString: Item?] = [:]
-            for (key, item) in changes {
-                let oldEntry = IndexEntry(stored.item(sortKey: key.sk)), newEntry = IndexEntry(item)
-                if let oldEntry, newEntry.map({ oldEntry.partitionKey.sameBytes(as: $0.partitionKey) }) != true {
-                    indexChanges[ExactString(oldEntry.partitionKey), default: ([], [])].removed.insert(key)
-                }
-                if let newEntry { indexChanges[ExactString(newEntry.partitionKey), default: ([], [])].added.insert(key) }
-                changedBySortKey[ExactString(key.sk)] = .some(item)
-            }
-            let rewritten = stored.applying(changedBySortKey, partitionKey: partitionKey, now: now)
-            try stage(path, rewritten.items.isEmpty ? nil : rewritten.fileBytes)
-            if !rewritten.items.isEmpty { rewrittenPartitions.append((path, rewritten)) }
-        }
-        for (indexKey, change) in indexChanges {
-            let path = layout.indexPath(indexKey.value)
-            var keys = Set(try StoreReader.readIndex(path))
-            keys.subtract(change.removed)
-            keys.formUnion(change.added)
-            let sorted = keys.sorted { LocalTable.precedes([$0.pk, $0.sk], [$1.pk, $1.sk]) }
-            try stage(path, keys.isEmpty ? nil : JSONValue.object(["Keys": .array(sorted.map { DynamoJSON.encode($0.item) })]).serializedBytes())
-        }
-        try syncStore()
-        for (temporary, path) in replacements where rename(temporary, path) != 0 {
-            throw ioFailure(path, "rename onto")
-        }
-        for path in removals where unlink(path) != 0 && errno != ENOENT {
-            throw ioFailure(path, "unlink")
-        }
-        try syncStore()
-        try resetLog(descriptor, &log, newFile: false)
-        // Else this process's next read of a partition just written parses the whole file again
-        // (the refresh after a checkpoint took 23 ms more at 300 tokens, growing with them).
-        // The files were renamed under the exclusive lock still held, so these identities are
-        // the versions written.
-        for (path, partition) in rewrittenPartitions {
-            if let identity = FileIdentity(path) { PartitionCache.shared.store(path, identity, partition) }
-        }
-    }
-
-    private func syncStore() throws(TableError) {
-        let root = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else { throw ioFailure(directory, "open") }
-        defer { close(root) }
-        guard syncFileSystem(root) == 0 else { throw ioFailure(directory, "syncfs") }
     }
 
     // MARK: - Helpers

@@ -63,15 +63,11 @@ public struct ProviderName: RawRepresentable, Sendable, CaseIterable, Hashable {
         }
     }
 
-    /// A request's provider among the built-ins.
+    /// A built-in provider by name (authctl's dev identity provider); requests go through the
+    /// registry, which knows the configured ones too.
     public static func parse(_ name: String) throws(AuthError) -> ProviderName {
-        try parse(name, configured: [])
-    }
-
-    /// A request's provider among the built-ins and `configured` (the names of AUTH_OIDC_PROVIDERS).
-    public static func parse(_ name: String, configured: [ProviderName]) throws(AuthError) -> ProviderName {
-        guard let provider = (allCases + configured).first(where: { $0.rawValue == name }) else {
-            throw AuthError(.unsupportedProvider, "provider must be google or apple\(configured.isEmpty ? "" : " or a configured provider")")
+        guard let provider = allCases.first(where: { $0.rawValue == name }) else {
+            throw AuthError(.unsupportedProvider, "provider must be google or apple")
         }
         return provider
     }

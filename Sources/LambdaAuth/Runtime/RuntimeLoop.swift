@@ -108,7 +108,7 @@ public struct RuntimeLoop: Sendable {
                 let typeName = String(describing: type(of: error.underlying))
                 logger.error("the handler failed unexpectedly", metadata: ["errorType": .string(typeName),
                                                                  "detail": .string(String(describing: error.underlying))])
-                requestReport.record(request, InvocationResponse(error: AuthError(.internal, "internal error")), context: context,
+                requestReport.record(request, InvocationResponse(error: .internalError()), context: context,
                               startedAt: startedAt)
                 try report(invocation, RuntimeAPIClient.ErrorReport(
                     type: "Function.Unhandled", message: "the handler failed unexpectedly (\(typeName))"), logger: logger)

@@ -126,7 +126,7 @@ import Glibc
             }
         } else {
             for index in 0..<40 {
-                let output = world.run("refresh", ["refreshToken": token])
+                let output = world.runProcess("refresh", ["refreshToken": token])
                 token = try #require(output.json?["tokens"]?["refreshToken"], "rotation \(index): \(output.stdoutText) \(output.stderrText.suffix(300))")
                 sizes.append(walSize())
             }

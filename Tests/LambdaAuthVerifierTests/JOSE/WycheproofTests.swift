@@ -13,7 +13,7 @@ import Testing
 /// Each file's case counts are asserted, so that a loader that finds nothing cannot pass.
 @Suite struct WycheproofTests {
     static let directory: String = {
-        // Tests/LambdaAuthTests/JOSE/WycheproofTests.swift → Tests/Vectors/wycheproof
+        // Tests/LambdaAuthVerifierTests/JOSE/WycheproofTests.swift → Tests/Vectors/wycheproof
         var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
         components.removeLast(3)
         return components.joined(separator: "/") + "/Vectors/wycheproof"

@@ -138,7 +138,6 @@ import Testing
         #expect(try ProviderName.parse("apple") == .apple)
         #expect(throws: AuthError.self) { try ProviderName.parse("okta") }
         let okta = try #require(ProviderName(configured: "okta"))
-        #expect(try ProviderName.parse("okta", configured: [okta]) == okta)
         #expect(!okta.isBuiltIn && ProviderName.google.isBuiltIn)
         #expect(okta.declarationIndex > ProviderName.email.declarationIndex)
     }

@@ -114,17 +114,3 @@ public enum Base64 {
         return invalid & 0xC0 == 0 ? output : nil
     }
 }
-
-extension Array where Element == UInt8 {
-    /// Lowercase hexadecimal.
-    public var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(count * 2)
-        for byte in self {
-            output.append(digits[Int(byte >> 4)])
-            output.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-}

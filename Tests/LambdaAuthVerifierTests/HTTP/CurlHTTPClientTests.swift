@@ -1,3 +1,4 @@
+import CCurl
 import LambdaAuth
 import LambdaAuthTooling
 import LambdaAuthTestSupport
@@ -52,5 +53,28 @@ import Testing
         let server = try LoopbackHTTPServer { _ in .drop }
         defer { server.stop() }
         #expect(throws: HTTPClientError.self) { try CurlHTTPClient().send(HTTPRequest(url: server.baseURL)) }
+    }
+
+    /// A refused option stops the request rather than sending one that lacks it; the message
+    /// names the option.
+    @Test func aRefusedOptionIsNotSentAndSaysWhich() throws {
+        let library = try CurlLibrary.load().get()
+        #expect(throws: Never.self) { try library.check(CURLE_OK, "CURLOPT_NOSIGNAL", url: "https://example.com") }
+        do {
+            try library.check(CURLE_UNKNOWN_OPTION, "CURLOPT_PROTOCOLS", url: "https://example.com")
+            Issue.record("a refused option passed")
+        } catch {
+            guard case .libraryUnavailable(let reason)? = error as? HTTPClientError else { throw error }
+            #expect(reason.contains("libcurl refused CURLOPT_PROTOCOLS (code 48"), "\(reason)")
+        }
+        let server = try LoopbackHTTPServer { _ in .init(text: "never") }
+        defer { server.stop() }
+        // libcurl takes no URL over 8 MB (CURL_MAX_INPUT_LENGTH).
+        let huge = server.baseURL + "/" + String(repeating: "a", count: 8_000_001)
+        #expect { try CurlHTTPClient().send(HTTPRequest(url: huge)) } throws: { error in
+            guard case HTTPClientError.invalidURL = error else { return false }
+            return true
+        }
+        #expect(server.requestCount == 0)
     }
 }

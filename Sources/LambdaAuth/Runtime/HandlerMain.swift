@@ -46,11 +46,14 @@ public enum HandlerMain {
         }
     }
 
-    /// One invocation end to end, as the stdin mode runs it: returns the response document.
-    public static func invokeOnce(name: String, environment: [String: String], event: [UInt8], factory: Factory) -> JSONValue {
+    /// One invocation end to end, as the stdin mode runs it: returns the response document. The
+    /// log and metrics lines go to `logSink` (stderr), so that tests can run a handler in their
+    /// own process and still read what it logged.
+    public static func invokeOnce(name: String, environment: [String: String], event: [UInt8], factory: Factory,
+                                  logSink: @escaping @Sendable (String) -> Void = writeStandardErrorLine) -> JSONValue {
         let startedAt = monotonicSeconds()
         let decoded = EventCodec.decode(event)
-        var logger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment))
+        var logger = Logger.jsonLines(level: LambdaSettings.bootLevel(environment), sink: logSink)
         let requestID = SystemRandomSource().identifier(bits: 64)
         let settings: LambdaSettings
         do {
@@ -60,7 +63,7 @@ public enum HandlerMain {
             logger.error("invalid configuration", metadata: ["reason": .string(error.message)])
             let response = InvocationResponse(error: error)
             // Its event line still: a configuration error is a failure an operator must see.
-            RequestReport(handler: name, settings: LambdaSettings(), metricsSink: writeStandardErrorLine)
+            RequestReport(handler: name, settings: LambdaSettings(), metricsSink: logSink)
                 .record(try? decoded.request.get(), response, context: InvocationContext(requestID: requestID, logger: logger.with(requestID: requestID)),
                         startedAt: startedAt)
             return EventCodec.encode(response, kind: decoded.kind)
@@ -76,7 +79,7 @@ public enum HandlerMain {
             }
         }
         // stdout is the response here, so the metrics join the log on stderr.
-        RequestReport(handler: name, settings: settings, metricsSink: writeStandardErrorLine)
+        RequestReport(handler: name, settings: settings, metricsSink: logSink)
             .record(try? decoded.request.get(), response, context: context, startedAt: startedAt)
         return EventCodec.encode(response, kind: decoded.kind, cors: settings.cors, origin: (try? decoded.request.get())?.headers["origin"])
     }
@@ -172,14 +175,5 @@ public enum HandlerMain {
             offset += written
         }
         return true
-    }
-}
-
-/// A handler that answers a clear error for a flow that does not exist yet.
-public struct UnavailableFlowHandler: RequestHandler {
-    let flow: String
-    public init(flow: String) { self.flow = flow }
-    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
-        throw AuthError(.internal, "the \(flow) flow is not built yet in this version of lambda-auth")
     }
 }

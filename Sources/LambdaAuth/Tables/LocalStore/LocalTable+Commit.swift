@@ -1,0 +1,130 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The commit path: every read and write of the table runs in one of these, under the store's
+/// lock and on the log as this process last parsed it (see LocalTable for the design).
+extension LocalTable {
+    struct WriteBatch {
+        let reader: StoreReader
+        fileprivate(set) var changes: [(TableKey, Item?)] = []
+
+        mutating func stage(_ key: TableKey, _ item: Item?) { changes.append((key, item)) }
+    }
+
+    func read<T: Sendable>(_ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in try read(&cachedLog, body) }
+    }
+
+    private func read<T>(_ cachedLog: inout WriteAheadLog.State?,
+                         _ body: (StoreReader) throws(TableError) -> T) throws(TableError) -> T {
+        let now = clock.now()
+        guard let lock = try StoreLock.acquire(layout, exclusive: false) else {
+            return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
+        }
+        defer { lock.release() }
+        let descriptor = open(layout.walPath, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            guard errno == ENOENT else {
+                throw .unavailable(FileSystem.Failure(path: layout.walPath, operation: "open", errno: errno).description)
+            }
+            return try body(StoreReader(layout: layout, overlay: Overlay(), now: now))
+        }
+        defer { close(descriptor) }
+        let log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
+        cachedLog = log
+        return try body(StoreReader(layout: layout, overlay: log.overlay, now: now))
+    }
+
+    func write<T: Sendable>(forceCheckpoint: Bool = false,
+                                    _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
+        try cachedLog.withLock { (cachedLog) throws(TableError) -> T in
+            try write(&cachedLog, forceCheckpoint: forceCheckpoint, body)
+        }
+    }
+
+    private func write<T>(_ cachedLog: inout WriteAheadLog.State?, forceCheckpoint: Bool,
+                          _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
+        let now = clock.now()
+        let lock = try StoreLock.acquire(layout, exclusive: true)!
+        defer { lock.release() }
+        // Nothing is created or truncated until there is something to commit: a failed condition
+        // leaves every file as it was.
+        var descriptor = open(layout.walPath, O_RDWR | O_CLOEXEC)
+        defer { if descriptor >= 0 { close(descriptor) } }
+        var log = WriteAheadLog.State(inode: 0, generation: 0, validEnd: 0, fileSize: 0, overlay: Overlay())
+        if descriptor >= 0 {
+            log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
+            cachedLog = log
+        } else if errno != ENOENT {
+            throw ioFailure(layout.walPath, "open")
+        }
+        var batch = WriteBatch(reader: StoreReader(layout: layout, overlay: log.overlay, now: now))
+        let result = try body(&batch)
+        guard !batch.changes.isEmpty else { return result }
+        var newFile = false
+        if descriptor < 0 {
+            descriptor = open(layout.walPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw ioFailure(layout.walPath, "create") }
+            newFile = true
+        }
+        if log.validEnd < WriteAheadLog.headerSize {
+            try resetLog(descriptor, &log, newFile: newFile)
+        } else if log.validEnd < log.fileSize {
+            // A torn record from a crash mid-append: it was never acknowledged.
+            guard ftruncate(descriptor, off_t(log.validEnd)) == 0 else { throw ioFailure(layout.walPath, "truncate") }
+        }
+        let record = WriteAheadLog.encodeRecord(batch.changes)
+        let written = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(log.validEnd)) }
+        guard written == record.count, fdatasync(descriptor) == 0 else {
+            let failure = ioFailure(layout.walPath, "append to")
+            _ = ftruncate(descriptor, off_t(log.validEnd))
+            cachedLog = nil
+            throw failure
+        }
+        // Acknowledged from here on: the record is on disk.
+        for (key, item) in batch.changes { log.overlay.apply(key, item) }
+        log.validEnd += record.count
+        log.fileSize = log.validEnd
+        cachedLog = log
+        if forceCheckpoint || log.validEnd > checkpointThreshold * LocalTable.inlineCheckpointFactor {
+            // The commit is acknowledged already; a checkpoint that cannot finish (a full disk, a
+            // damaged partition file, which reads report with its path) is retried later.
+            do {
+                try checkpoint(descriptor, &log, now: now)
+                cachedLog = log
+            } catch {
+                cachedLog = nil
+            }
+        } else if log.validEnd > checkpointThreshold {
+            dueStores.add(directory: directory, clock: clock, checkpointThreshold: checkpointThreshold)
+        }
+        return result
+    }
+
+    func ioFailure(_ path: String, _ operation: String) -> TableError {
+        .unavailable(FileSystem.Failure(path: path, operation: operation, errno: errno).description)
+    }
+
+    /// A fresh, empty log under a new generation, durably.
+    func resetLog(_ descriptor: Int32, _ log: inout WriteAheadLog.State, newFile: Bool) throws(TableError) {
+        let generation = log.generation &+ 1
+        let header = WriteAheadLog.header(generation: generation)
+        let written = header.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        guard written == header.count, ftruncate(descriptor, off_t(header.count)) == 0, fdatasync(descriptor) == 0 else {
+            throw ioFailure(layout.walPath, "reset")
+        }
+        if newFile {
+            do throws(FileSystem.Failure) {
+                try FileSystem.syncDirectory(directory)
+                try FileSystem.syncDirectory(FileSystem.parentDirectory(of: directory))
+            } catch {
+                throw .unavailable(error.description)
+            }
+        }
+        var status = stat()
+        let inode = fstat(descriptor, &status) == 0 ? UInt64(status.st_ino) : 0
+        log = WriteAheadLog.State(inode: inode, generation: generation, validEnd: header.count,
+                                  fileSize: header.count, overlay: Overlay())
+    }
+}
