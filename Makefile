@@ -23,9 +23,10 @@ endif
 # The zips' handlers are built apart (.build/lambda) without reflection metadata (field and case
 # names, for Mirror and for printing a value that has no description: nothing a handler answers
 # or logs needs them; the whole test suite passes built without them): a smaller zip, the room passkeys need. authctl
-# keeps them: swift-argument-parser finds its options through Mirror.
+# keeps them: swift-argument-parser finds its options through Mirror. C and C++ (BoringSSL) at -Oz
+# there too: the hot cryptography is assembly either way (docs/packaging.md).
 LAMBDA_SCRATCH := --scratch-path $(CURDIR)/.build/lambda
-LAMBDA_FLAGS := $(RELEASE_FLAGS) $(LAMBDA_SCRATCH) -Xswiftc -Xfrontend -Xswiftc -disable-reflection-metadata
+LAMBDA_FLAGS := $(RELEASE_FLAGS) $(LAMBDA_SCRATCH) -Xswiftc -Xfrontend -Xswiftc -disable-reflection-metadata -Xcc -Oz -Xcxx -Oz
 BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 LAMBDA_BIN := $(shell $(SWIFT) build -c release $(LAMBDA_SCRATCH) --show-bin-path 2>/dev/null)
 DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)

@@ -87,7 +87,7 @@ public struct COSEPublicKey: Sendable {
             }
             material = .rsa(key)
         default:
-            throw COSEKeyError("the certificate's key (\(certificate.publicKeyAlgorithm)) is not one for alg \(algorithm.rawValue)")
+            throw COSEKeyError("the certificate's key is not of the kind alg \(algorithm.rawValue) needs")
         }
         self.algorithm = algorithm
     }
