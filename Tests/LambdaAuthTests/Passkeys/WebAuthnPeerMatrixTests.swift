@@ -1,4 +1,5 @@
 import Crypto
+import CryptoExtras
 import LambdaAuth
 import LambdaAuthTestSupport
 import LambdaAuthTooling
@@ -166,28 +167,58 @@ import Testing
         return cases
     }
 
-    /// A P-256 attestation certificate and its key, made by `cryptography` (Tests/Scripts/attestation_certificate.py):
-    /// with §8.2.1's requirements, or with the script's `variants` (one broken or added each).
-    static func attestationCertificate(_ variants: [String] = []) throws -> (certificate: [UInt8], key: P256.Signing.PrivateKey) {
+    /// An attestation certificate's private key, signing as WebAuthn's algorithms do.
+    enum LeafKey {
+        case p256(P256.Signing.PrivateKey), rsa(_RSA.Signing.PrivateKey), ed25519(Curve25519.Signing.PrivateKey)
+
+        var algorithm: COSEAlgorithm {
+            switch self {
+            case .p256: .es256
+            case .rsa: .rs256
+            case .ed25519: .edDSA
+            }
+        }
+
+        func sign(_ message: [UInt8]) throws -> [UInt8] {
+            switch self {
+            case .p256(let key): Array(try key.signature(for: SHA256.hash(data: message)).derRepresentation)
+            case .rsa(let key): Array(try key.signature(for: SHA256.hash(data: message), padding: .insecurePKCS1v1_5).rawRepresentation)
+            case .ed25519(let key): Array(try key.signature(for: message))
+            }
+        }
+    }
+
+    /// An attestation certificate and its key, made by `cryptography` (Tests/Scripts/attestation_certificate.py):
+    /// with §8.2.1's requirements, or with the script's `variants` (one broken or added each; `key=rsa`
+    /// or `key=ed25519` for another kind of leaf than P-256).
+    static func attestationCertificate(_ variants: [String] = []) throws -> (certificate: [UInt8], key: LeafKey) {
         let python = TestSupport.packageRoot + "/.build/webauthn-peers/bin/python"
         let made = try ProcessRunner.run(python, arguments: [TestSupport.packageRoot + "/Tests/Scripts/attestation_certificate.py"] + variants,
                                          environment: Environment.current())
         let output = try #require(made.exitCode == 0 ? made.json : nil, "attestation_certificate.py: \(made.stderrText)")
         let certificate = try #require(output["certificate"]?.stringValue.flatMap(Base64.urlDecoded))
-        return (certificate, try P256.Signing.PrivateKey(derRepresentation: try #require(output["privateKey"]?.stringValue.flatMap(Base64.urlDecoded))))
+        let pkcs8 = try #require(output["privateKey"]?.stringValue.flatMap(Base64.urlDecoded))
+        if variants.contains("key=rsa") { return (certificate, .rsa(try _RSA.Signing.PrivateKey(derRepresentation: pkcs8))) }
+        if variants.contains("key=ed25519") {
+            let raw = try #require(output["privateKeyRaw"]?.stringValue.flatMap(Base64.urlDecoded))
+            return (certificate, .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: raw)))
+        }
+        return (certificate, .p256(try P256.Signing.PrivateKey(derRepresentation: pkcs8)))
     }
 
-    /// A registration with packed x5c attestation: `chain`, and a signature by `signer` (the leaf's key
-    /// when nil) over authenticatorData ‖ SHA-256(clientDataJSON).
-    static func x5cRegistration(_ name: String, chain: [[UInt8]], leafKey: P256.Signing.PrivateKey, signedByTheCredentialKey: Bool = false,
-                                fails: Check?) throws -> Case {
+    /// A registration with packed x5c attestation: `chain`, and a signature by the leaf's key (or
+    /// the credential's) over authenticatorData ‖ SHA-256(clientDataJSON), under `alg` (the leaf
+    /// key's algorithm unless said).
+    static func x5cRegistration(_ name: String, chain: [[UInt8]], leafKey: LeafKey, signedByTheCredentialKey: Bool = false,
+                                alg: COSEAlgorithm? = nil, fails: Check?) throws -> Case {
         var authenticator = SoftPasskeyAuthenticator(userHandle: [1])
         authenticator.flags = 0b0000_0101
         let authData = authenticator.authenticatorData(attested: true)
         let clientData = authenticator.clientDataJSON(type: "webauthn.create", challenge: challenge)
         let signed = authData + Array(SHA256.hash(data: clientData))
-        let signature = signedByTheCredentialKey ? authenticator.sign(signed) : Array(try leafKey.signature(for: SHA256.hash(data: signed)).derRepresentation)
-        let statement = TestCBOR.map([(.text("alg"), .int(-7)), (.text("sig"), .bytes(signature)), (.text("x5c"), .array(chain.map(TestCBOR.bytes)))])
+        let signature = signedByTheCredentialKey ? authenticator.sign(signed) : try leafKey.sign(signed)
+        let statement = TestCBOR.map([(.text("alg"), .int((alg ?? leafKey.algorithm).rawValue)), (.text("sig"), .bytes(signature)),
+                                      (.text("x5c"), .array(chain.map(TestCBOR.bytes)))])
         let object = TestCBOR.map([(.text("fmt"), .text("packed")), (.text("attStmt"), statement), (.text("authData"), .bytes(authData))]).encoded
         return registrationCase(name, authenticator.registration(challenge: challenge, clientDataJSON: clientData, authenticatorData: authData,
                                                                  attestationObject: object), fails: fails)
@@ -204,6 +235,27 @@ import Testing
                                      fails: .attestationSignature),
             try Self.x5cRegistration("x5c without a key", chain: [Array(certificate.prefix(40))], leafKey: key, fails: .certificate),
         ])
+    }
+
+    /// Leaves of the other two algorithms (§8.2: the statement's alg names the leaf key's): an RSA
+    /// leaf under RS256 and an Ed25519 leaf under EdDSA, all three accept. Under an alg that is not
+    /// its key's, ours and python-fido2 refuse; py_webauthn 3.x refuses the RSA leaf under ES256
+    /// but verifies the Ed25519 leaf's signature whatever alg says and accepts it: there it misses
+    /// §8.2's "alg matches the algorithm of the subjectPublicKey", and we side with the spec.
+    @Test func packedX5CLeavesOfEveryAlgorithm() throws {
+        let (rsaCertificate, rsaKey) = try Self.attestationCertificate(["key=rsa"])
+        let (edCertificate, edKey) = try Self.attestationCertificate(["key=ed25519"])
+        try Self.expectAllDecideAsTheSpecificationSays([
+            try Self.x5cRegistration("x5c RSA leaf, RS256", chain: [rsaCertificate], leafKey: rsaKey, fails: nil),
+            try Self.x5cRegistration("x5c Ed25519 leaf, EdDSA", chain: [edCertificate], leafKey: edKey, fails: nil),
+        ])
+        let mismatched = [try Self.x5cRegistration("x5c RSA leaf, alg ES256", chain: [rsaCertificate], leafKey: rsaKey, alg: .es256, fails: .attestationSignature),
+                          try Self.x5cRegistration("x5c Ed25519 leaf, alg RS256", chain: [edCertificate], leafKey: edKey, alg: .rs256, fails: .attestationSignature)]
+        #expect(mismatched.map(\.ours) == [false, false])
+        #expect(mismatched.map { Self.ourRefusal($0)?.contains("is not of the kind alg") == true } == [true, true])
+        #expect(try Self.verdicts(.fido2, mismatched.map(\.peerCase)).map { $0.hasPrefix("refuse") } == [true, true])
+        let pyWebAuthn = try Self.verdicts(.pyWebAuthn, mismatched.map(\.peerCase))
+        #expect(pyWebAuthn.first?.hasPrefix("refuse") == true && pyWebAuthn.last == "accept", "py_webauthn: \(pyWebAuthn)")
     }
 
     /// §8.2's packed x5c procedure has the relying party check the leaf against §8.2.1 (version 3;
