@@ -28,7 +28,8 @@ endif
 LAMBDA_SCRATCH := --scratch-path $(CURDIR)/.build/lambda
 LAMBDA_FLAGS := $(RELEASE_FLAGS) $(LAMBDA_SCRATCH) -Xswiftc -Xfrontend -Xswiftc -disable-reflection-metadata -Xcc -Oz -Xcxx -Oz
 BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
-LAMBDA_BIN := $(shell $(SWIFT) build -c release $(LAMBDA_SCRATCH) --show-bin-path 2>/dev/null)
+# Expanded only where used (package, bench): no extra swift call for every other target.
+LAMBDA_BIN = $(shell $(SWIFT) build -c release $(LAMBDA_SCRATCH) --show-bin-path 2>/dev/null)
 DEBUG_BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 HANDLER ?= signin
 EVENT ?=
