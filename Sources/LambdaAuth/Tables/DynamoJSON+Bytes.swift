@@ -37,6 +37,30 @@ extension DynamoJSON {
         }
     }
 
+    /// The changes of one log record with each after-image's bytes left unparsed (its range in
+    /// `bytes`; nil: a deletion). A new process reads the whole log, and most of its items are
+    /// never looked at: parsing every one was a sixth of a whole-process sign-in.
+    static func logChangeRanges(_ bytes: [UInt8]) throws(JSONParseError) -> [(key: Item, item: Range<Int>?)] {
+        try member("changes", of: bytes) { (parser: inout JSONParser) throws(JSONParseError) in
+            var changes: [(key: Item, item: Range<Int>?)] = []
+            try parser.parseElements { (parser: inout JSONParser) throws(JSONParseError) in
+                var key: Item?, item: Range<Int>?
+                try parser.parseMembers(keeping: ["key", "item"]) { (parser: inout JSONParser, name: String) throws(JSONParseError) in
+                    if name == "key" { key = try parser.parseItem() } else { item = try parser.skipObject() }
+                }
+                guard let key else { throw parser.fail("a change without a key") }
+                changes.append((key, item))
+            }
+            return changes
+        }
+    }
+
+    /// An item's DynamoDB JSON, alone.
+    static func item(_ bytes: [UInt8]) throws(JSONParseError) -> Item {
+        var parser = JSONParser(bytes: bytes)
+        return try parser.parseDocument { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseItem() }
+    }
+
     /// A JSON object text's member `name`, read by `value`. Other members are read and dropped,
     /// or refused when `alone`; a missing member is refused.
     private static func member<Value>(_ name: String, of bytes: [UInt8], alone: Bool = false,

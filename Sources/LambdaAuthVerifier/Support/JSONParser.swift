@@ -124,6 +124,39 @@ package struct JSONParser {
         leave()
     }
 
+    /// Passes over the object that comes next without building it, and returns where its bytes
+    /// are. Only its nesting and its strings' ends are checked: whoever uses the bytes parses them
+    /// in full (the local store's log, whose records are checksummed, parses an item when read).
+    package mutating func skipObject() throws(JSONParseError) -> Range<Int> {
+        skipWhitespace()
+        guard nextIs(UInt8(ascii: "{")) else { throw fail("expected an object") }
+        let start = index
+        var depth = 0
+        repeat {
+            guard index < bytes.count else { throw fail("unexpected end of input") }
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                index += 1
+                while true {
+                    guard index < bytes.count else { throw fail("unterminated string") }
+                    let byte = bytes[index]
+                    index += byte == UInt8(ascii: "\\") ? 2 : 1
+                    if byte == UInt8(ascii: "\"") { break }
+                }
+                continue
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                guard depth <= JSONParser.maximumDepth else { throw fail("nested too deeply") }
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+            default:
+                break
+            }
+            index += 1
+        } while depth > 0
+        return start..<index
+    }
+
     /// Skips whitespace, then reads a string; fails with `reason` when none comes next.
     package mutating func parseStringValue(_ reason: String = "expected a string") throws(JSONParseError) -> String {
         guard nextIs(UInt8(ascii: "\"")) else { throw fail(reason) }

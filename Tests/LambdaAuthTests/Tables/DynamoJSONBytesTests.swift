@@ -91,6 +91,13 @@ import Testing
         let read = try DynamoJSON.logChanges(payload)
         #expect(read.map(\.key) == changes.map(\.0.item))
         #expect(read.map(\.item) == changes.map(\.1))
+        // The log's reader leaves each after-image unparsed until it is used: the same items.
+        let ranges = try DynamoJSON.logChangeRanges(payload)
+        #expect(ranges.map(\.key) == changes.map(\.0.item))
+        #expect(try ranges.map { change in try change.item.map { try DynamoJSON.item(Array(payload[$0])) } } == changes.map(\.1))
+        let logged = ranges.map { LoggedChange(record: payload, range: $0.item, source: "wal") }
+        #expect(try logged.map { try $0.item() } == changes.map(\.1))
+        #expect(try logged.map { try $0.item() } == changes.map(\.1), "parsed once, then kept")
     }
 
     /// Every one-byte change of a valid file (deleted, or replaced by a character that matters to

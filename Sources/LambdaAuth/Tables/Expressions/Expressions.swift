@@ -88,6 +88,31 @@ enum SortKeyCondition {
         case .beginsWith(let prefix): return sortKey.utf8.starts(with: prefix.utf8)
         }
     }
+
+    /// Whether some sort key beginning with `prefix` can match: false only when none can. The
+    /// keys beginning with `prefix` are the strings from `prefix` itself (the least) up to, but
+    /// not including, `prefix` with its last byte raised by one; every one of them in between.
+    func mayMatch(prefix: String) -> Bool {
+        let low = Array(prefix.utf8)
+        guard let last = low.last, last < 0xFF else { return true }
+        let high = low.dropLast() + [last + 1]
+        func less(_ a: [UInt8], _ b: String) -> Bool { a.lexicographicallyPrecedes(b.utf8) }
+        func lessOrSame(_ a: [UInt8], _ b: String) -> Bool { !b.utf8.lexicographicallyPrecedes(a) }
+        // Some key of the range lies above `value` exactly when `value` lies below the range's end.
+        func above(_ value: String) -> Bool { value.utf8.lexicographicallyPrecedes(high) }
+        switch self {
+        case .comparison(let op, let value):
+            switch op {
+            case .equal: return value.utf8.starts(with: low)
+            case .notEqual: return true
+            case .less: return less(low, value)
+            case .lessOrEqual: return lessOrSame(low, value)
+            case .greater, .greaterOrEqual: return above(value)
+            }
+        case .between(let from, let to): return above(from) && lessOrSame(low, to)
+        case .beginsWith(let start): return start.utf8.starts(with: low) || low.starts(with: start.utf8)
+        }
+    }
 }
 
 struct KeyCondition {

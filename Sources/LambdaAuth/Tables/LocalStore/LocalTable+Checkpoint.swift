@@ -49,7 +49,7 @@ extension LocalTable {
     /// also drops its expired items, as DynamoDB's TTL sweeper would.
     func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State, now: Double) throws(TableError) {
         var byPartition: [ExactString: [(TableKey, Item?)]] = [:]
-        for (key, item) in log.overlay.changes { byPartition[ExactString(key.pk), default: []].append((key, item)) }
+        for (key, item) in try log.overlay.changes() { byPartition[ExactString(key.pk), default: []].append((key, item)) }
         var indexChanges: [ExactString: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
         var replacements: [(temporary: String, path: String)] = []
         var rewrittenPartitions: [(path: String, partition: KeyedPartition)] = []
@@ -80,18 +80,46 @@ extension LocalTable {
             let partitionKey = exactPartitionKey.value
             let path = layout.partitionPath(partitionKey)
             let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
-            var changedBySortKey: [ExactString: Item?] = [:]
+            var segments: [String: KeyedPartition] = [:]
+            for prefix in StoreLayout.segmentPrefixes {
+                segments[prefix] = try StoreReader.segment(layout, partitionKey: partitionKey, prefix)
+            }
+            func storedItem(_ sortKey: String) -> Item? {
+                if let prefix = StoreLayout.segment(ofSortKey: sortKey), let segment = segments[prefix] { return segment.item(sortKey: sortKey) }
+                return stored.item(sortKey: sortKey)
+            }
+            var changedBySortKey: [String?: [ExactString: Item?]] = [:]
             for (key, item) in changes {
-                let oldEntry = IndexEntry(stored.item(sortKey: key.sk)), newEntry = IndexEntry(item)
+                let oldEntry = IndexEntry(storedItem(key.sk)), newEntry = IndexEntry(item)
                 if let oldEntry, newEntry.map({ oldEntry.partitionKey.sameBytes(as: $0.partitionKey) }) != true {
                     indexChanges[ExactString(oldEntry.partitionKey), default: ([], [])].removed.insert(key)
                 }
                 if let newEntry { indexChanges[ExactString(newEntry.partitionKey), default: ([], [])].added.insert(key) }
-                changedBySortKey[ExactString(key.sk)] = .some(item)
+                changedBySortKey[StoreLayout.segment(ofSortKey: key.sk), default: [:]][ExactString(key.sk)] = .some(item)
             }
-            let rewritten = stored.applying(changedBySortKey, partitionKey: partitionKey, now: now)
-            try stage(path, rewritten.items.isEmpty ? nil : rewritten.fileBytes)
-            if !rewritten.items.isEmpty { rewrittenPartitions.append((path, rewritten)) }
+            func rewrite(_ path: String, _ base: KeyedPartition, _ changes: [ExactString: Item?]) throws(TableError) {
+                let rewritten = base.applying(changes, partitionKey: partitionKey, now: now)
+                try stage(path, rewritten.items.isEmpty ? nil : rewritten.fileBytes)
+                if !rewritten.items.isEmpty { rewrittenPartitions.append((path, rewritten)) }
+            }
+            // Segments first: staged files are renamed in order, so a crash between the renames
+            // never leaves a family's items out of both files (a segment file, once there,
+            // holds its family alone; see StoreReader.partition).
+            var movedOut = false
+            for prefix in StoreLayout.segmentPrefixes {
+                let family = stored.filtered { StoreLayout.segment(ofSortKey: $0.sk) == prefix }
+                movedOut = movedOut || !family.items.isEmpty
+                let changes = changedBySortKey[prefix] ?? [:]
+                if let segment = segments[prefix] {
+                    if !changes.isEmpty { try rewrite(layout.segmentPath(partitionKey, prefix), segment, changes) }
+                } else if !changes.isEmpty || !family.items.isEmpty {
+                    try rewrite(layout.segmentPath(partitionKey, prefix), family, changes)
+                }
+            }
+            let ownChanges = changedBySortKey[nil] ?? [:]
+            if !ownChanges.isEmpty || movedOut {
+                try rewrite(path, stored.filtered { StoreLayout.segment(ofSortKey: $0.sk) == nil }, ownChanges)
+            }
         }
         for (indexKey, change) in indexChanges {
             let path = layout.indexPath(indexKey.value)

@@ -16,7 +16,10 @@ import Synchronization
 /// - `items/<shard>/<PK>.json`: the checkpointed items, one DynamoDB JSON file per partition
 ///   (`{"Items": [...]}`; shard = first 3 hex digits of SHA-256(PK), names escaped readably). A
 ///   partition is what a query reads, and ours are small (a user's profile, links, sessions,
-///   tokens), so this keeps the store at one file per partition instead of one per item.
+///   tokens), so this keeps the store at one file per partition instead of one per item. The
+///   families that grow with use (sessions, refresh tokens) are segments in files of their own
+///   (`<PK>~SESSION.json`, `StoreLayout.segmentPrefixes`), so that a sign-in's read of the
+///   profile and identities costs the same however many sessions the user has had.
 /// - `gsi1/<shard>/<GSI1PK>.json`: `{"Keys": [...]}`, the keys of the items with that GSI1PK. A
 ///   query re-checks each item's current GSI1PK, so a stale key (left by an interrupted
 ///   checkpoint) is harmless.
@@ -141,8 +144,24 @@ public final class LocalTable: Table, Sendable {
         }
         return try read { reader throws(TableError) in
             let matches: (String) -> Bool = { condition.sortKey?.matches($0) ?? true }
-            let candidates = onIndex ? try reader.indexPartition(condition.partitionKey)
-                : try reader.partition(condition.partitionKey, sortKeyFilter: matches)
+            guard onIndex else {
+                // One partition: the sort key alone orders it (no key tuple built per item).
+                var rows: [(sortKey: String, item: Item)] = []
+                for item in try reader.partition(condition.partitionKey, sortKeyFilter: matches,
+                                                 mayHold: { condition.sortKey?.mayMatch(prefix: $0) ?? true }) {
+                    if let sortKey = item["SK"]?.stringValue, matches(sortKey) { rows.append((sortKey, item)) }
+                }
+                rows.sort { $0.sortKey.utf8.lexicographicallyPrecedes($1.sortKey.utf8) }
+                if !request.scanIndexForward { rows.reverse() }
+                if let start = start?.first {
+                    rows.removeAll { row in
+                        request.scanIndexForward ? !start.utf8.lexicographicallyPrecedes(row.sortKey.utf8)
+                            : !row.sortKey.utf8.lexicographicallyPrecedes(start.utf8)
+                    }
+                }
+                return LocalTable.page(rows.map(\.item), limit: request.limit) { TableKey(item: $0)!.item }
+            }
+            let candidates = try reader.indexPartition(condition.partitionKey)
             var rows = candidates.map { (order($0), $0) }.filter { row in matches(row.0[0]) }
             rows.sort { LocalTable.precedes($0.0, $1.0) }
             if !request.scanIndexForward { rows.reverse() }

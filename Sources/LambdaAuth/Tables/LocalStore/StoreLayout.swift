@@ -43,9 +43,36 @@ struct StoreLayout {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// One file per partition: `{"Items": [...]}` in sort-key order.
+    /// One file per partition: `{"Items": [...]}` in sort-key order, without the items of its
+    /// segments (see `segmentPrefixes`) once it has been checkpointed with them.
     func partitionPath(_ partitionKey: String) -> String {
         "\(itemsRoot)/\(StoreLayout.shard(partitionKey))/\(StoreLayout.escape(partitionKey)).json"
+    }
+
+    /// Sort-key families kept apart from the rest of their partition, each in a file of its own:
+    /// they grow (a sign-in adds a session and a token; revoked ones stay a day, used ones an
+    /// hour), while most reads want the few other items (a sign-in reads PROFILE and the
+    /// IDENTITY# items). A query whose sort-key condition cannot match a family never opens its
+    /// file, so a sign-in costs the same after a thousand sign-ins as after one.
+    static let segmentPrefixes = [Keys.refreshTokenPrefix, Keys.sessionPrefix]
+
+    /// The segment a sort key belongs to (one of `segmentPrefixes`), or nil: the partition file.
+    static func segment(ofSortKey sortKey: String) -> String? {
+        segmentPrefixes.first { sortKey.utf8.starts(with: $0.utf8) }
+    }
+
+    /// `<partition file name>~<family>.json` (`~` never appears in an escaped name but as the
+    /// first character of a hashed one, so no partition's file name is another's segment's).
+    func segmentPath(_ partitionKey: String, _ prefix: String) -> String {
+        "\(itemsRoot)/\(StoreLayout.shard(partitionKey))/\(StoreLayout.escape(partitionKey))~\(StoreLayout.escape(String(prefix.dropLast()))).json"
+    }
+
+    /// The segment prefix a file name in a shard directory names, or nil for a partition's file.
+    static func segmentPrefix(ofFileName name: String) -> String? {
+        let stem = name.utf8.dropLast(".json".utf8.count)
+        guard let separator = stem.lastIndex(of: UInt8(ascii: "~")), separator != stem.startIndex else { return nil }
+        let family = String(decoding: stem[stem.index(after: separator)...], as: UTF8.self)
+        return segmentPrefixes.first { escape(String($0.dropLast())) == family }
     }
 
     /// One file per GSI1PK value: `{"Keys": [{"PK": ..., "SK": ...}, ...]}`.

@@ -12,9 +12,13 @@ struct StoreReader {
 
     /// The item as stored, expired or not.
     func storedItem(_ key: TableKey) throws(TableError) -> Item? {
-        switch overlay.lookup(key) {
+        switch try overlay.lookup(key) {
         case .changed(let item): return item
         case .unchanged:
+            if let prefix = StoreLayout.segment(ofSortKey: key.sk),
+               let segment = try StoreReader.segment(layout, partitionKey: key.pk, prefix) {
+                return segment.item(sortKey: key.sk)
+            }
             return try StoreReader.keyedPartition(layout.partitionPath(key.pk), partitionKey: key.pk).item(sortKey: key.sk)
         }
     }
@@ -27,16 +31,30 @@ struct StoreReader {
 
     /// Every visible item of one partition whose sort key passes `sortKeyFilter` (the caller
     /// orders them). Filtering on the precomputed keys first keeps a query that wants a few items
-    /// of a large partition (a user's profile among a thousand refresh tokens) cheap.
-    func partition(_ partitionKey: String, sortKeyFilter: (String) -> Bool = { _ in true }) throws(TableError) -> [Item] {
-        let stored = try StoreReader.keyedPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey)
+    /// of a large partition cheap; a segment whose family `mayHold` rules out (a user's profile
+    /// and identities, not its thousand refresh tokens) is not even opened.
+    func partition(_ partitionKey: String, sortKeyFilter: (String) -> Bool = { _ in true },
+                   mayHold: (_ segmentPrefix: String) -> Bool = { _ in true }) throws(TableError) -> [Item] {
         var items: [Item] = []
-        for (index, key) in stored.keys.enumerated() where sortKeyFilter(key.sk) {
-            guard case .unchanged = overlay.lookup(key) else { continue }
-            let item = stored.items[index]
-            if !item.isExpired(now: now) { items.append(item) }
+        func add(_ stored: KeyedPartition, _ wanted: (TableKey) -> Bool) {
+            for (index, key) in stored.keys.enumerated() where wanted(key) {
+                guard !overlay.contains(key), !stored.isExpired(index, now: now) else { continue }
+                items.append(stored.items[index])
+            }
         }
-        for (key, item) in overlay.changes where key.pk.sameBytes(as: partitionKey) && sortKeyFilter(key.sk) {
+        var segmented: [String] = []
+        for prefix in StoreLayout.segmentPrefixes where mayHold(prefix) {
+            guard let segment = try StoreReader.segment(layout, partitionKey: partitionKey, prefix) else { continue }
+            segmented.append(prefix)
+            add(segment) { sortKeyFilter($0.sk) }
+        }
+        let stored = try StoreReader.keyedPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey)
+        // A family whose segment file exists is held there alone (the partition file may still
+        // hold its items from before the partition's first checkpoint with segments).
+        add(stored) { key in
+            sortKeyFilter(key.sk) && !segmented.contains { key.sk.utf8.starts(with: $0.utf8) }
+        }
+        for (_, item) in try overlay.changes(where: { $0.pk.sameBytes(as: partitionKey) && sortKeyFilter($0.sk) }) {
             if let item, !item.isExpired(now: now) { items.append(item) }
         }
         return items
@@ -48,10 +66,10 @@ struct StoreReader {
         let path = layout.indexPath(indexPartitionKey)
         var items: [Item] = []
         for key in try StoreReader.readIndex(path) {
-            guard case .unchanged = overlay.lookup(key) else { continue }
+            guard !overlay.contains(key) else { continue }
             if let item = try storedItem(key), IndexEntry(item)?.partitionKey.sameBytes(as: indexPartitionKey) == true { items.append(item) }
         }
-        items += overlay.changes.values.compactMap { $0 }.filter { IndexEntry($0)?.partitionKey.sameBytes(as: indexPartitionKey) == true }
+        items += try overlay.changes().compactMap(\.item).filter { IndexEntry($0)?.partitionKey.sameBytes(as: indexPartitionKey) == true }
         return items.filter { !$0.isExpired(now: now) }
     }
 
@@ -59,19 +77,34 @@ struct StoreReader {
     func shardItems(_ shard: String) throws(TableError) -> [Item] {
         let directory = layout.itemsRoot + "/" + shard
         var stored: [Item] = []
+        var segmentFiles: Set<TableKey> = []  // (partition key, segment prefix)
+        var partitionFiles: [[Item]] = []
         for name in try StoreReader.list(directory) where name.hasSuffix(".json") {
-            stored += try StoreReader.readPartition(directory + "/" + name, partitionKey: nil)
+            let path = directory + "/" + name
+            if let prefix = StoreLayout.segmentPrefix(ofFileName: name) {
+                let items = try StoreReader.parsePartition(path, partitionKey: nil, segment: prefix)
+                if let partitionKey = items.first?["PK"]?.stringValue { segmentFiles.insert(TableKey(pk: partitionKey, sk: prefix)) }
+                stored += items
+            } else {
+                partitionFiles.append(try StoreReader.parsePartition(path, partitionKey: nil))
+            }
         }
-        return merge(stored) { StoreLayout.shard($0.pk) == shard }
+        for items in partitionFiles {
+            stored += items.filter { item in
+                guard let key = TableKey(item: item), let prefix = StoreLayout.segment(ofSortKey: key.sk) else { return true }
+                return !segmentFiles.contains(TableKey(pk: key.pk, sk: prefix))
+            }
+        }
+        return try merge(stored) { StoreLayout.shard($0.pk) == shard }
     }
 
     /// Stored items with the log's changes for keys matching `scope` applied; expired ones hidden.
-    private func merge(_ stored: [Item], scope: (TableKey) -> Bool) -> [Item] {
+    private func merge(_ stored: [Item], scope: (TableKey) -> Bool) throws(TableError) -> [Item] {
         var items = stored.filter { item in
-            guard let key = TableKey(item: item), case .unchanged = overlay.lookup(key) else { return false }
+            guard let key = TableKey(item: item), !overlay.contains(key) else { return false }
             return true
         }
-        for (key, item) in overlay.changes where scope(key) {
+        for (_, item) in try overlay.changes(where: scope) {
             if let item { items.append(item) }
         }
         return items.filter { !$0.isExpired(now: now) }
@@ -100,20 +133,28 @@ struct StoreReader {
     /// A partition file, checked: valid DynamoDB JSON, every item keyed, all in the partition its
     /// file name says (when `partitionKey` is nil, the first item's). Missing: an empty partition.
     /// A partition file's items with their keys, parsed once per file version (see PartitionCache).
-    static func keyedPartition(_ path: String, partitionKey: String) throws(TableError) -> KeyedPartition {
+    static func keyedPartition(_ path: String, partitionKey: String, segment: String? = nil) throws(TableError) -> KeyedPartition {
         let identity = FileIdentity(path)
         if let identity, let cached = PartitionCache.shared.partition(path, identity) { return cached }
-        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey))
+        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey, segment: segment))
         if let identity { PartitionCache.shared.store(path, identity, partition) }
         return partition
     }
 
-    static func readPartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
-        if let partitionKey { return try keyedPartition(path, partitionKey: partitionKey).items }
-        return try parsePartition(path, partitionKey: nil)
+    /// A segment's file (see `StoreLayout.segmentPrefixes`), or nil when it has none: then the
+    /// partition file holds that family's items, if any.
+    static func segment(_ layout: StoreLayout, partitionKey: String, _ prefix: String) throws(TableError) -> KeyedPartition? {
+        let path = layout.segmentPath(partitionKey, prefix)
+        guard let identity = FileIdentity(path) else { return nil }
+        if let cached = PartitionCache.shared.partition(path, identity) { return cached }
+        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey, segment: prefix))
+        PartitionCache.shared.store(path, identity, partition)
+        return partition
     }
 
-    static func parsePartition(_ path: String, partitionKey: String?) throws(TableError) -> [Item] {
+    /// A partition's file, or (`segment`: its prefix) one of its segments' files, checked: valid
+    /// DynamoDB JSON, every item keyed, all in the partition (and segment) its name says.
+    static func parsePartition(_ path: String, partitionKey: String?, segment: String? = nil) throws(TableError) -> [Item] {
         guard let bytes = try readBytes(path) else { return [] }
         let items: [Item]
         do {
@@ -122,9 +163,15 @@ struct StoreReader {
             throw .corrupted("\(path): \(error)")
         }
         guard let expected = partitionKey ?? items.first?["PK"]?.stringValue else { return items }
-        guard path.hasSuffix("/\(StoreLayout.shard(expected))/\(StoreLayout.escape(expected)).json"),
-              items.allSatisfy({ TableKey(item: $0)?.pk.sameBytes(as: expected) == true }) else {
-            throw .corrupted("\(path): holds items of another partition, or items without PK/SK")
+        let layout = StoreLayout(root: "")
+        let name = segment.map { layout.segmentPath(expected, $0) } ?? layout.partitionPath(expected)
+        guard path.hasSuffix(String(name.dropFirst(layout.itemsRoot.utf8.count))),
+              items.allSatisfy({ item in
+                  guard let key = TableKey(item: item), key.pk.sameBytes(as: expected) else { return false }
+                  // A partition file written before segments may hold their families' items.
+                  return segment == nil || StoreLayout.segment(ofSortKey: key.sk) == segment
+              }) else {
+            throw .corrupted("\(path): holds items of another partition or segment, or items without PK/SK")
         }
         return items
     }
@@ -172,6 +219,9 @@ struct KeyedPartition {
     let items: [Item]
     let keys: [TableKey]
     let positionBySortKey: [ExactString: Int]
+    /// Each item's `ttl`, read once per file version: a query of a large partition checked every
+    /// item's by parsing its text again.
+    private let expiries: [Double?]
     /// Each item's DynamoDB JSON, when this process wrote the file: the next checkpoint of the
     /// partition copies the bytes of the items it did not change. Encoding every item again
     /// was most of a checkpoint's time once a user had thousands of refresh tokens (220 of
@@ -191,10 +241,26 @@ struct KeyedPartition {
         positions.reserveCapacity(keys.count)
         for (index, key) in keys.enumerated() { positions[ExactString(key.sk)] = index }
         positionBySortKey = positions
+        expiries = items.map { item in
+            guard case .n(let text)? = item["ttl"] else { return nil }
+            return Double(text)
+        }
+    }
+
+    /// The item at `index` is past its `ttl` (as `Item.isExpired`).
+    func isExpired(_ index: Int, now: Double) -> Bool {
+        expiries[index].map { $0 < now } ?? false
     }
 
     func item(sortKey: String) -> Item? {
         positionBySortKey[ExactString(sortKey)].map { items[$0] }
+    }
+
+    /// The items whose keys pass `keep`, their encoded bytes kept.
+    func filtered(_ keep: (TableKey) -> Bool) -> KeyedPartition {
+        let kept = keys.indices.filter { keep(keys[$0]) }
+        guard kept.count < keys.count else { return self }
+        return KeyedPartition(items: kept.map { items[$0] }, keys: kept.map { keys[$0] }, encodedItems: encodedItems.map { encoded in kept.map { encoded[$0] } })
     }
 
     /// The partition with `changes` (by sort key; nil deletes) applied and expired items dropped,

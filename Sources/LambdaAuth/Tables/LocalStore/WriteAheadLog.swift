@@ -1,27 +1,82 @@
 import Crypto
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The items a sequence of commits changed: after-images, nil for a deletion.
+/// The items a sequence of commits changed: after-images, nil for a deletion. Those read from
+/// the log stay bytes until something looks at them (`LoggedChange`).
 struct Overlay {
-    private(set) var changes: [TableKey: Item?] = [:]
+    private var entries: [TableKey: LoggedChange] = [:]
 
     enum Lookup {
         case unchanged
         case changed(Item?)
     }
 
-    func lookup(_ key: TableKey) -> Lookup {
-        guard let index = changes.index(forKey: key) else { return .unchanged }
-        return .changed(changes[index].value)
+    func lookup(_ key: TableKey) throws(TableError) -> Lookup {
+        guard let change = entries[key] else { return .unchanged }
+        return .changed(try change.item())
+    }
+
+    /// Whether `key` has a change, without parsing it.
+    func contains(_ key: TableKey) -> Bool { entries[key] != nil }
+
+    /// The changes whose keys pass `scope`, parsed.
+    func changes(where scope: (TableKey) -> Bool = { _ in true }) throws(TableError) -> [(key: TableKey, item: Item?)] {
+        var changes: [(key: TableKey, item: Item?)] = []
+        for (key, change) in entries where scope(key) { changes.append((key, try change.item())) }
+        return changes
     }
 
     mutating func apply(_ key: TableKey, _ item: Item?) {
-        changes[key] = .some(item)
+        entries[key] = LoggedChange(item)
     }
 
-    var isEmpty: Bool { changes.isEmpty }
+    mutating func apply(_ key: TableKey, _ change: LoggedChange) {
+        entries[key] = change
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+}
+
+/// One after-image: as written by this process, or as bytes of a log record, parsed the first time
+/// it is used (then kept: a resident process looks at the same items invocation after invocation).
+final class LoggedChange: Sendable {
+    private let record: ArraySlice<UInt8>
+    private let source: String
+    private let parsed: Mutex<Item??>
+
+    init(_ item: Item?) {
+        record = []
+        source = ""
+        parsed = Mutex(.some(item))
+    }
+
+    /// The after-image at `range` of a record's payload (nil: a deletion), read from `source`.
+    init(record: [UInt8], range: Range<Int>?, source: String) {
+        guard let range else {
+            self.record = []
+            self.source = source
+            parsed = Mutex(.some(nil))
+            return
+        }
+        self.record = record[range]
+        self.source = source
+        parsed = Mutex(nil)
+    }
+
+    func item() throws(TableError) -> Item? {
+        if case .some(let item) = parsed.withLock({ $0 }) { return item }
+        let item: Item
+        do {
+            item = try DynamoJSON.item(Array(record))
+        } catch {
+            throw .corrupted("\(source): an unreadable item in a record: \(error)")
+        }
+        parsed.withLock { $0 = .some(item) }
+        return item
+    }
 }
 
 /// `<store>/wal`: a 16-byte header (magic, generation) then records of
@@ -111,7 +166,7 @@ enum WriteAheadLog {
                 throw .corrupted("\(path): checksum mismatch in the record at byte \(state.validEnd + position)")
             }
             do {
-                try applyRecord(payload, to: &state.overlay)
+                try applyRecord(payload, to: &state.overlay, source: path)
             } catch {
                 throw .corrupted("\(path): unreadable record at byte \(state.validEnd + position): \(error)")
             }
@@ -121,10 +176,11 @@ enum WriteAheadLog {
         return state
     }
 
-    private static func applyRecord(_ payload: ArraySlice<UInt8>, to overlay: inout Overlay) throws -> Void {
-        for change in try DynamoJSON.logChanges(Array(payload)) {
+    private static func applyRecord(_ payload: ArraySlice<UInt8>, to overlay: inout Overlay, source: String) throws -> Void {
+        let record = Array(payload)
+        for change in try DynamoJSON.logChangeRanges(record) {
             guard let key = TableKey(item: change.key) else { throw DynamoJSONError(reason: "a change without a key") }
-            overlay.apply(key, change.item)
+            overlay.apply(key, LoggedChange(record: record, range: change.item, source: source))
         }
     }
 
