@@ -85,7 +85,7 @@ struct OneTimeCodeFlow: Sendable {
         if live.replacedHashes.contains(where: { constantTimeEqual(presented, Array($0.utf8)) }) { throw OneTimeCodeFlow.expired }
         guard live.attempts < OneTimeCodeStore.maximumAttempts else { throw OneTimeCodeFlow.attemptsExceeded }
         guard try store.recordWrongAttempt(email, live, now: now) else { throw try refusalAfterLostRace(email, live, now: now) }
-        logger.info("wrong one-time code", metadata: ["attempt": .stringConvertible(live.attempts + 1)])
+        logger.info("wrong one-time code", metadata: ["attempt": .number(live.attempts + 1)])
         throw AuthError(.otpInvalid, "the code is wrong")
     }
 

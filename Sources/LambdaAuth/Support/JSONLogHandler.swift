@@ -52,8 +52,10 @@ public struct JSONLogHandler: LogHandler {
         switch value {
         case .string(let text): return .string(text)
         case .stringConvertible(let convertible):
+            // Casts to concrete types only: a cast to a protocol searches the binary's conformances.
             if let flag = convertible as? Bool { return .bool(flag) }
-            if let integer = convertible as? any BinaryInteger { return .number(String(describing: integer)) }
+            if let integer = convertible as? JSONInteger { return .number(integer.description) }
+            if let integer = convertible as? Int { return .number(String(integer)) }
             if convertible is JSONNull { return .null }
             if let decimal = convertible as? JSONDecimal { return .number(decimal.description) }
             return .string(convertible.description)
