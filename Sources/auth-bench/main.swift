@@ -11,6 +11,14 @@ import Glibc
 // a "not yet measured" notice, without measuring.
 // `auth-bench startup-probe` is the child process of the startup section.
 if CommandLine.arguments.dropFirst().first == "startup-probe" { StartupBench.probe() }
+// `auth-bench symbol-order PATH`: the zips' link order (SymbolOrder, `make symbol-order`).
+if CommandLine.arguments.dropFirst().first == "symbol-order" {
+    guard CommandLine.arguments.count == 3 else {
+        writeStandardErrorLine("auth-bench: symbol-order needs the file to write")
+        exit(2)
+    }
+    exit(SymbolOrder.write(to: CommandLine.arguments[2]) ? 0 : 1)
+}
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 func option(_ name: String, in arguments: inout [String]) -> String? {
