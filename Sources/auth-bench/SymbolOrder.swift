@@ -19,7 +19,8 @@ enum SymbolOrder {
         }
         var ordered: [String] = []
         var seen: Set<String> = []
-        let handlers = HandlerCatalogue.all.map(\.name).sorted { ($0 == HandlerCatalogue.signin.name ? 0 : 1, $0) < ($1 == HandlerCatalogue.signin.name ? 0 : 1, $1) }
+        let signin = HandlerCatalogue.signin.name
+        let handlers = [signin] + HandlerCatalogue.all.map(\.name).filter { $0 != signin }.sorted()
         for handler in handlers {
             guard let event = requests.events[handler] else {
                 writeStandardErrorLine("auth-bench: no request for \(handler) in HandlerRequests")

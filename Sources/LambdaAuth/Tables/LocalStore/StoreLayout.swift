@@ -97,7 +97,12 @@ struct IndexEntry: Equatable {
 extension Item {
     /// Past its `ttl` (epoch seconds): invisible to reads and conditions.
     func isExpired(now: Double) -> Bool {
-        guard case .n(let text)? = self["ttl"], let ttl = Double(text) else { return false }
-        return ttl < now
+        expiry.map { $0 < now } ?? false
+    }
+
+    /// Its `ttl` (epoch seconds), when it has one.
+    var expiry: Double? {
+        guard case .n(let text)? = self["ttl"] else { return nil }
+        return Double(text)
     }
 }

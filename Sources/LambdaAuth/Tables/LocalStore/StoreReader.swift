@@ -52,7 +52,7 @@ struct StoreReader {
         // A family whose segment file exists is held there alone (the partition file may still
         // hold its items from before the partition's first checkpoint with segments).
         add(stored) { key in
-            sortKeyFilter(key.sk) && !segmented.contains { key.sk.utf8.starts(with: $0.utf8) }
+            sortKeyFilter(key.sk) && StoreLayout.segment(ofSortKey: key.sk).map(segmented.contains) != true
         }
         for (_, item) in try overlay.changes(where: { $0.pk.sameBytes(as: partitionKey) && sortKeyFilter($0.sk) }) {
             if let item, !item.isExpired(now: now) { items.append(item) }
@@ -130,15 +130,10 @@ struct StoreReader {
         }
     }
 
-    /// A partition file, checked: valid DynamoDB JSON, every item keyed, all in the partition its
-    /// file name says (when `partitionKey` is nil, the first item's). Missing: an empty partition.
     /// A partition file's items with their keys, parsed once per file version (see PartitionCache).
-    static func keyedPartition(_ path: String, partitionKey: String, segment: String? = nil) throws(TableError) -> KeyedPartition {
-        let identity = FileIdentity(path)
-        if let identity, let cached = PartitionCache.shared.partition(path, identity) { return cached }
-        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey, segment: segment))
-        if let identity { PartitionCache.shared.store(path, identity, partition) }
-        return partition
+    /// Missing: an empty partition.
+    static func keyedPartition(_ path: String, partitionKey: String) throws(TableError) -> KeyedPartition {
+        try keyedPartition(path, FileIdentity(path), partitionKey: partitionKey, segment: nil)
     }
 
     /// A segment's file (see `StoreLayout.segmentPrefixes`), or nil when it has none: then the
@@ -146,9 +141,14 @@ struct StoreReader {
     static func segment(_ layout: StoreLayout, partitionKey: String, _ prefix: String) throws(TableError) -> KeyedPartition? {
         let path = layout.segmentPath(partitionKey, prefix)
         guard let identity = FileIdentity(path) else { return nil }
-        if let cached = PartitionCache.shared.partition(path, identity) { return cached }
-        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey, segment: prefix))
-        PartitionCache.shared.store(path, identity, partition)
+        return try keyedPartition(path, identity, partitionKey: partitionKey, segment: prefix)
+    }
+
+    private static func keyedPartition(_ path: String, _ identity: FileIdentity?, partitionKey: String,
+                                       segment: String?) throws(TableError) -> KeyedPartition {
+        if let identity, let cached = PartitionCache.shared.partition(path, identity) { return cached }
+        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey, segment: segment))
+        if let identity { PartitionCache.shared.store(path, identity, partition) }
         return partition
     }
 
@@ -241,10 +241,7 @@ struct KeyedPartition {
         positions.reserveCapacity(keys.count)
         for (index, key) in keys.enumerated() { positions[ExactString(key.sk)] = index }
         positionBySortKey = positions
-        expiries = items.map { item in
-            guard case .n(let text)? = item["ttl"] else { return nil }
-            return Double(text)
-        }
+        expiries = items.map(\.expiry)
     }
 
     /// The item at `index` is past its `ttl` (as `Item.isExpired`).
@@ -268,7 +265,7 @@ struct KeyedPartition {
     func applying(_ changes: [ExactString: Item?], partitionKey: String, now: Double) -> KeyedPartition {
         var rows: [(key: TableKey, item: Item, encoded: [UInt8]?)] = []
         rows.reserveCapacity(items.count + changes.count)
-        for (index, key) in keys.enumerated() where !changes.keys.contains(ExactString(key.sk)) && !items[index].isExpired(now: now) {
+        for (index, key) in keys.enumerated() where !changes.keys.contains(ExactString(key.sk)) && !isExpired(index, now: now) {
             rows.append((key, items[index], encodedItems?[index]))
         }
         for case let (sortKey, item?) in changes where !item.isExpired(now: now) {
