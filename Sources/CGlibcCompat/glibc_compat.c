@@ -10,6 +10,7 @@
 // square root; infinities win over NaNs. Only errno is not set on overflow, which Swift never
 // reads. Without --wrap (debug builds, tests) nothing calls it.
 #include "glibc_compat.h"
+#include <sys/random.h>
 
 float __wrap_hypotf(float x, float y) {
     if (__builtin_isinf(x) || __builtin_isinf(y)) return __builtin_inff();
@@ -28,4 +29,8 @@ int __wrap__dl_find_object(void *address, struct dl_find_object *result) {
     (void)address;
     (void)result;
     return -1;
+}
+
+long lambda_auth_getrandom(void *buffer, unsigned long count) {
+    return getrandom(buffer, count, 0);
 }
