@@ -52,6 +52,11 @@ public final class DynamoDBProxy: Sendable {
     /// The operation of every request received so far, in order (retries included).
     public var operations: [String] { server.requests.map(DynamoDBProxy.operation) }
 
+    /// The JSON body of every request of `operation` received so far, in order.
+    public func bodies(of operation: String) -> [JSONValue] {
+        server.requests.filter { DynamoDBProxy.operation(of: $0) == operation }.compactMap { try? JSONValue.parse($0.body) }
+    }
+
     public func stop() { server.stop() }
 
     static func operation(of request: LoopbackHTTPServer.Request) -> String {

@@ -4,11 +4,13 @@ extension AccountStore {
     /// The stored form of a new refresh token of `family`, issued to `user`. It never promises more
     /// than the session has left (AUTH_SESSION_MAX_AGE) nor, for a guest, more than the guest's
     /// `ttl`, which this token moves to now + AUTH_GUEST_TTL.
-    func newRefreshToken(_ credential: RefreshTokenCredential, family: RefreshFamilyKey, sessionCreatedAt: Int64,
+    /// `familyBorn`: true for a new session's first token, and for the successor of a token that
+    /// says so (see `RefreshTokenRecord.familyBorn`).
+    func newRefreshToken(_ credential: RefreshTokenCredential, family: RefreshFamilyKey, familyBorn: Bool = true, sessionCreatedAt: Int64,
                          user: UserSnapshot, now: Int64) -> RefreshTokenRecord {
         let guestExpiresAt = user.isGuest ? now + guestTTL : nil
         let expiresAt = min(now + refreshTokenTTL, sessionEnd(createdAt: sessionCreatedAt) ?? .max, guestExpiresAt ?? .max)
-        var record = RefreshTokenRecord(credential: credential, family: family, createdAt: now, expiresAt: expiresAt,
+        var record = RefreshTokenRecord(credential: credential, family: family, familyBorn: familyBorn, createdAt: now, expiresAt: expiresAt,
                                         sessionCreatedAt: sessionCreatedAt, user: user)
         record.guestExpiresAt = guestExpiresAt
         return record

@@ -115,24 +115,46 @@ struct AccountStore: Sendable {
 
     /// Every refresh token item of a user, in one query of its partition.
     func refreshTokens(of userID: String) throws(AuthError) -> [RefreshTokenRecord] {
-        try refreshTokenItems(of: userID).compactMap(RefreshTokenRecord.init(item:))
+        try refreshTokenItems(of: userID, prefix: Keys.refreshTokenPrefix).compactMap(RefreshTokenRecord.init(item:))
     }
 
     /// The keys of a user's tokens in `families` that are not revoked yet, picked by two
-    /// attributes: a sign-in that evicts a session reads every token of the partition (revoked
-    /// ones stay a day), and building whole records of them was most of its time.
+    /// attributes (building whole records was most of a revocation's time). Families this
+    /// release began are read by their own prefix; any other means reading every token of the
+    /// user, revoked ones included (they stay a day): a sign-in that evicted a session grew
+    /// with every sign-in of the user's day.
     func unrevokedRefreshTokenKeys(of userID: String, families: Set<String>) throws(AuthError) -> [TableKey] {
-        try refreshTokenItems(of: userID).compactMap { item in
-            guard let family = item["familyId"]?.stringValue, families.contains(family),
-                  item["status"]?.stringValue != RefreshTokenStatus.revoked.rawValue else { return nil }
+        func unrevoked(_ item: Item) -> Bool { item["status"]?.stringValue != RefreshTokenStatus.revoked.rawValue }
+        if let items = try familyBornTokenItems(of: userID, families: families) {
+            return items.filter(unrevoked).compactMap(TableKey.init(item:))
+        }
+        return try refreshTokenItems(of: userID, prefix: Keys.refreshTokenPrefix).compactMap { item in
+            guard let family = item["familyId"]?.stringValue, families.contains(family), unrevoked(item) else { return nil }
             return TableKey(item: item)
         }
     }
 
-    private func refreshTokenItems(of userID: String) throws(AuthError) -> [Item] {
+    /// Every token of `families`, one query of each family's prefix, when each family has items
+    /// and all of them say `familyBorn`; nil otherwise (a family an earlier release began, or
+    /// one with no items left), and for more families than a few queries are worth.
+    private func familyBornTokenItems(of userID: String, families: Set<String>) throws(AuthError) -> [Item]? {
+        guard families.count <= AccountStore.familyQueryLimit else { return nil }
+        var items: [Item] = []
+        for family in families {
+            let found = try refreshTokenItems(of: userID, prefix: Keys.familyTokenPrefix(family))
+            guard !found.isEmpty, found.allSatisfy(RefreshTokenRecord.isFamilyBorn) else { return nil }
+            items += found
+        }
+        return items
+    }
+
+    /// Past this many families, one query of all the user's tokens costs less than one each.
+    static let familyQueryLimit = 4
+
+    private func refreshTokenItems(of userID: String, prefix: String) throws(AuthError) -> [Item] {
         try table.queryAll(QueryRequest(
             keyCondition: "PK = :pk AND begins_with(SK, :prefix)",
-            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(Keys.refreshTokenPrefix)])))
+            attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":prefix": .s(prefix)])))
     }
 
     func refreshToken(at key: TableKey) throws(AuthError) -> RefreshTokenRecord? {

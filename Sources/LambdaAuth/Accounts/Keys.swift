@@ -55,6 +55,8 @@ package enum Keys {
     /// The token id of a family's generation: a token names its own item, and a rotation its
     /// predecessor's, without reading anything.
     static func familyTokenID(_ familyID: String, generation: Int64) -> String { familyID + "." + String(generation) }
+    /// What every generation's sort key of a family begins with.
+    static func familyTokenPrefix(_ familyID: String) -> String { refreshTokenPrefix + familyID + "." }
 
     /// `TOKEN#` sorts after `PROFILE`'s bound, so the user query never reads these items.
     static let providerTokenPrefix = "TOKEN#"

@@ -182,10 +182,16 @@ struct RefreshTokenRecord: Sendable {
     var user: UserSnapshot?
     /// A guest's token vanishes no later than the guest does (written, never read back).
     var guestExpiresAt: Int64?
+    /// The family began with this release's tokens, so every token it has is an item named
+    /// `REFRESH#<familyId>.<generation>`: revoking it reads those items alone (`Keys.familyTokenPrefix`),
+    /// not the user's every token. False on families an earlier release began: one that moved
+    /// to generations may still have tokens named otherwise.
+    var familyBorn: Bool
 
-    init(credential: RefreshTokenCredential, family: RefreshFamilyKey, createdAt: Int64, expiresAt: Int64,
+    init(credential: RefreshTokenCredential, family: RefreshFamilyKey, familyBorn: Bool, createdAt: Int64, expiresAt: Int64,
          sessionCreatedAt: Int64, user: UserSnapshot) {
         self.familyKey = family
+        self.familyBorn = familyBorn
         self.userID = credential.userID
         self.tokenID = credential.tokenID
         self.tokenHash = credential.tokenHash
@@ -221,6 +227,12 @@ struct RefreshTokenRecord: Sendable {
         familyKey = RefreshFamilyKey(familyID: familyID, stored: item["familyKey"])
         sessionCreatedAt = item["sessionCreatedAt"].flatMap(Timestamps.parse)
         user = UserSnapshot(item: item)
+        familyBorn = RefreshTokenRecord.isFamilyBorn(item)
+    }
+
+    static func isFamilyBorn(_ item: Item) -> Bool {
+        if case .bool(true)? = item["familyBorn"] { return true }
+        return false
     }
 
     var key: TableKey { Keys.refreshToken(userID, tokenID) }
@@ -240,6 +252,7 @@ struct RefreshTokenRecord: Sendable {
         item["createdAt"] = .s(Timestamps.format(createdAt))
         item["expiresAt"] = .s(Timestamps.format(expiresAt))
         if let sessionCreatedAt { item["sessionCreatedAt"] = .s(Timestamps.format(sessionCreatedAt)) }
+        if familyBorn { item["familyBorn"] = .bool(true) }
         user?.store(in: &item)
         item["ttl"] = .n(min(expiresAt + RefreshTokenRecord.expiredVisibility, guestExpiresAt ?? .max))
         return item

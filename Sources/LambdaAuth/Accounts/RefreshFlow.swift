@@ -65,7 +65,8 @@ struct RefreshFlow: Sendable {
             // A token of an earlier release's family is generation 0: its successor starts the count.
             let credential = RefreshTokenCredential(succeeding: secret, generation: (record.generation ?? 0) + 1, userID: record.userID,
                                                     family: family, nonce: nonce)
-            let next = store.newRefreshToken(credential, family: family, sessionCreatedAt: sessionCreatedAt, user: snapshot, now: now)
+            let next = store.newRefreshToken(credential, family: family, familyBorn: record.familyBorn, sessionCreatedAt: sessionCreatedAt,
+                                             user: snapshot, now: now)
             switch try store.rotate(record, to: next, successorNonce: nonce, refreshGrace: refreshGrace,
                                     userVersion: snapshot.profileVersion, now: now, activeAtMilliseconds: clock.nowMilliseconds) {
             case .rotated:
