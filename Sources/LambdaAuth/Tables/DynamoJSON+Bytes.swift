@@ -10,6 +10,43 @@ extension DynamoJSON {
         try member("Items", of: bytes) { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseItemList() }
     }
 
+    /// One item of a partition file as its key attributes, its `ttl` and where its text is.
+    struct PartitionEntry {
+        var partitionKey: AttributeValue?
+        var sortKey: AttributeValue?
+        var ttl: AttributeValue?
+        var text: Range<Int> = 0..<0
+    }
+
+    /// A partition file's items, `{"Items": [...]}`, with only their keys and ttls parsed: the
+    /// other attributes are passed over (their nesting and strings' ends checked) and parsed
+    /// when the item is used (`LazyItem`). Parsing every item of a file whose few items a whole
+    /// process wants grew its time with the user's every session of the day.
+    static func partitionEntries(_ bytes: [UInt8]) throws(JSONParseError) -> [PartitionEntry] {
+        try member("Items", of: bytes) { (parser: inout JSONParser) throws(JSONParseError) in
+            var entries: [PartitionEntry] = []
+            try parser.parseElements { (parser: inout JSONParser) throws(JSONParseError) in
+                var entry = PartitionEntry()
+                let start = parser.offset
+                try parser.parseMembers { (parser: inout JSONParser, name: String, offset: Int) throws(JSONParseError) in
+                    func once(_ value: inout AttributeValue?) throws(JSONParseError) {
+                        guard value == nil else { throw JSONParseError(kind: .duplicateMember(name), offset: offset, reason: "") }
+                        value = try parser.parseAttributeValue()
+                    }
+                    switch name {
+                    case "PK": try once(&entry.partitionKey)
+                    case "SK": try once(&entry.sortKey)
+                    case "ttl": try once(&entry.ttl)
+                    default: _ = try parser.skipObject()
+                    }
+                }
+                entry.text = start..<parser.offset
+                entries.append(entry)
+            }
+            return entries
+        }
+    }
+
     /// The keys of an index file, `{"Keys": [...]}`, as items.
     static func indexKeys(_ bytes: [UInt8]) throws(JSONParseError) -> [Item] {
         try member("Keys", of: bytes) { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseItemList() }

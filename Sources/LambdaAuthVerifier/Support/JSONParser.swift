@@ -48,6 +48,9 @@ package struct JSONParser {
 
     package init(bytes: [UInt8]) { self.bytes = bytes }
 
+    /// Where the next byte to read is.
+    package var offset: Int { index }
+
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         try parseDocument { (parser: inout JSONParser) throws(JSONParseError) in try parser.parseValue() }
     }

@@ -91,6 +91,43 @@ import Testing
         }
     }
 
+    /// A file's items are parsed when used: a damaged item (its structure whole, an attribute of
+    /// no DynamoDB type) is reported by the read that needs it, with the file's path, and the
+    /// file's other items read as ever; a damaged key is reported for the whole file; a
+    /// checkpoint carries the untouched items' text over as it is.
+    @Test func anItemOfAFileIsParsedWhenItIsUsed() throws {
+        try withStore { directory, table in
+            try table.importBatch(Self.sortKeys.map(Self.item))
+            let path = StoreLayout(root: directory).segmentPath(Self.partitionKey, "REFRESH#")
+            let text = String(decoding: try FileSystem.readFile(path), as: UTF8.self)
+            let damagedText = text.replacing(#"{"S":"of REFRESH#f2.1"}"#, with: #"{"Q":"of REFRESH#f2.1"}"#)
+            #expect(damagedText != text)
+            try FileSystem.writeAtomically(path, Array(damagedText.utf8))
+            let reader = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)), checkpointThreshold: 1, dueStores: DueStores())
+            #expect(try reader.getItem(TableKey(pk: Self.partitionKey, sk: "REFRESH#f1.2")) == Self.item("REFRESH#f1.2"))
+            #expect(try sortKeys(reader, "PK = :p AND begins_with(SK, :r)", [":r": .s("REFRESH#f1.")]) == ["REFRESH#f1.1", "REFRESH#f1.2"])
+            #expect {
+                _ = try reader.getItem(TableKey(pk: Self.partitionKey, sk: "REFRESH#f2.1"))
+            } throws: { error in
+                guard case TableError.corrupted(let message)? = error as? TableError else { return false }
+                return message.contains(path) && message.contains("unsupported attribute type Q")
+            }
+            try reader.putItem(Self.item("REFRESH#f3.1"))
+            #expect(try reader.checkpointIfDue())
+            #expect(String(decoding: try FileSystem.readFile(path), as: UTF8.self).contains(#"{"Q":"of REFRESH#f2.1"}"#))
+
+            let keyless = damagedText.replacing(#""SK":{"S":"REFRESH#f1.1"}"#, with: #""SK":{"N":"1"}"#)
+            #expect(keyless != damagedText)
+            try FileSystem.writeAtomically(path, Array(keyless.utf8))
+            #expect {
+                _ = try LocalTable(directory: directory, clock: FixedClock(Double(Self.now))).getItem(TableKey(pk: Self.partitionKey, sk: "REFRESH#f1.2"))
+            } throws: { error in
+                guard case TableError.corrupted(let message)? = error as? TableError else { return false }
+                return message.contains("without PK/SK")
+            }
+        }
+    }
+
     /// A store written before segments: each partition's one file holds every item. Read as it
     /// is; its next checkpoint moves the families out; and the instant between the two renames
     /// (the segment file in place, the partition file not yet rewritten) shows each item once.
@@ -116,18 +153,44 @@ import Testing
         }
     }
 
-    /// `mayMatch` is false only when no key of the family matches: checked against sample keys
-    /// of each family for every kind of condition, and false where a sign-in needs it to be.
-    @Test func aConditionRulesOutAFamilyOnlyWhenNoneOfItsKeysCanMatch() {
-        let samples = ["REFRESH#", "REFRESH#a", "REFRESH#f1.2", "REFRESH#\u{7F}", "REFRESH#é", "SESSION#", "SESSION#z"]
-        let values = ["", "A", "Q", "R", "REFRESH", "REFRESH#", "REFRESH#a", "REFRESH#f", "REFRESH$", "S", "SESSION#", "SESSION#zz", "T", "é"]
+    /// Every kind of sort-key condition on `values` (each operator, begins_with, every BETWEEN pair).
+    static func everyCondition(of values: [String]) -> [SortKeyCondition] {
         var conditions: [SortKeyCondition] = []
         for value in values {
             for op in [ComparisonOperator.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual] { conditions.append(.comparison(op, value)) }
             conditions.append(.beginsWith(value))
             for high in values { conditions.append(.between(value, high)) }
         }
-        for condition in conditions {
+        return conditions
+    }
+
+    /// A sorted partition's candidates for a condition hold every key it matches (checked for
+    /// every kind of condition), and for a family's prefix only that family's keys; an unsorted
+    /// partition's are all its keys.
+    @Test func aSortedPartitionsCandidatesHoldEveryMatchingKey() {
+        let keys = ["PROFILE", "REFRESH#", "REFRESH#a", "REFRESH#f1.1", "REFRESH#f1.2", "REFRESH#f10.1", "REFRESH#f2.1",
+                    "REFRESH#\u{7F}", "REFRESH#é", "SESSION#", "SESSION#f1", "SESSION#z", "ZZ"]
+        let partition = KeyedPartition(keys.map(Self.item))
+        let values = ["", "A", "Q", "R", "REFRESH", "REFRESH#", "REFRESH#a", "REFRESH#f1", "REFRESH#f1.", "REFRESH#f1.2", "REFRESH$",
+                      "S", "SESSION#", "SESSION#zz", "ZZ", "é"]
+        for condition in Self.everyCondition(of: values) {
+            let candidates = partition.candidates(condition)
+            for (index, key) in keys.enumerated() where condition.matches(key) {
+                #expect(candidates.contains(index), "\(condition) matches \(key)")
+            }
+        }
+        #expect(partition.candidates(.beginsWith("REFRESH#f1.")).map { keys[$0] } == ["REFRESH#f1.1", "REFRESH#f1.2"])
+        #expect(partition.candidates(.comparison(.equal, "SESSION#z")).map { keys[$0] } == ["SESSION#z"])
+        let unsorted = KeyedPartition(["SESSION#z", "PROFILE", "REFRESH#f1.1"].map(Self.item))
+        #expect(unsorted.candidates(.beginsWith("REFRESH#f1.")) == 0..<3)
+    }
+
+    /// `mayMatch` is false only when no key of the family matches: checked against sample keys
+    /// of each family for every kind of condition, and false where a sign-in needs it to be.
+    @Test func aConditionRulesOutAFamilyOnlyWhenNoneOfItsKeysCanMatch() {
+        let samples = ["REFRESH#", "REFRESH#a", "REFRESH#f1.2", "REFRESH#\u{7F}", "REFRESH#é", "SESSION#", "SESSION#z"]
+        let values = ["", "A", "Q", "R", "REFRESH", "REFRESH#", "REFRESH#a", "REFRESH#f", "REFRESH$", "S", "SESSION#", "SESSION#zz", "T", "é"]
+        for condition in Self.everyCondition(of: values) {
             for prefix in StoreLayout.segmentPrefixes where samples.contains(where: { $0.hasPrefix(prefix) && condition.matches($0) }) {
                 #expect(condition.mayMatch(prefix: prefix), "\(condition) matches a key of \(prefix)")
             }

@@ -89,6 +89,34 @@ enum SortKeyCondition {
         }
     }
 
+    /// Every sort key that can match lies in `lower ..< upper` (UTF-8 bytes; no `upper`: to the
+    /// end); nil when the condition bounds nothing from below or matches no one range.
+    var bounds: (lower: [UInt8], upper: [UInt8]?)? {
+        switch self {
+        case .beginsWith(let prefix): return (Array(prefix.utf8), SortKeyCondition.end(ofPrefix: Array(prefix.utf8)))
+        case .comparison(.equal, let value):
+            // The one key, and those it begins (an upper bound one byte past the key).
+            return (Array(value.utf8), SortKeyCondition.end(ofPrefix: Array(value.utf8)))
+        case .comparison(.greater, let value), .comparison(.greaterOrEqual, let value): return (Array(value.utf8), nil)
+        case .between(let low, let high): return (Array(low.utf8), SortKeyCondition.end(ofPrefix: Array(high.utf8)))
+        case .comparison: return nil
+        }
+    }
+
+    /// The least string above every string that begins with `prefix` (its last byte raised by
+    /// one, trailing 0xFF bytes dropped first); nil when there is none.
+    static func end(ofPrefix prefix: [UInt8]) -> [UInt8]? {
+        var end = prefix
+        while let last = end.last {
+            if last < 0xFF {
+                end[end.count - 1] = last + 1
+                return end
+            }
+            end.removeLast()
+        }
+        return nil
+    }
+
     /// Whether some sort key beginning with `prefix` can match: false only when none can. The
     /// keys beginning with `prefix` are the strings from `prefix` itself (the least) up to, but
     /// not including, `prefix` with its last byte raised by one; every one of them in between.

@@ -84,13 +84,13 @@ extension LocalTable {
             for prefix in StoreLayout.segmentPrefixes {
                 segments[prefix] = try StoreReader.segment(layout, partitionKey: partitionKey, prefix)
             }
-            func storedItem(_ sortKey: String) -> Item? {
-                if let prefix = StoreLayout.segment(ofSortKey: sortKey), let segment = segments[prefix] { return segment.item(sortKey: sortKey) }
-                return stored.item(sortKey: sortKey)
+            func storedItem(_ sortKey: String) throws(TableError) -> Item? {
+                if let prefix = StoreLayout.segment(ofSortKey: sortKey), let segment = segments[prefix] { return try segment.item(sortKey: sortKey) }
+                return try stored.item(sortKey: sortKey)
             }
             var changedBySortKey: [String?: [ExactString: Item?]] = [:]
             for (key, item) in changes {
-                let oldEntry = IndexEntry(storedItem(key.sk)), newEntry = IndexEntry(item)
+                let oldEntry = IndexEntry(try storedItem(key.sk)), newEntry = IndexEntry(item)
                 if let oldEntry, newEntry.map({ oldEntry.partitionKey.sameBytes(as: $0.partitionKey) }) != true {
                     indexChanges[ExactString(oldEntry.partitionKey), default: ([], [])].removed.insert(key)
                 }
@@ -99,8 +99,8 @@ extension LocalTable {
             }
             func rewrite(_ path: String, _ base: KeyedPartition, _ changes: [ExactString: Item?]) throws(TableError) {
                 let rewritten = base.applying(changes, partitionKey: partitionKey, now: now)
-                try stage(path, rewritten.items.isEmpty ? nil : rewritten.fileBytes)
-                if !rewritten.items.isEmpty { rewrittenPartitions.append((path, rewritten)) }
+                try stage(path, rewritten.isEmpty ? nil : rewritten.fileBytes)
+                if !rewritten.isEmpty { rewrittenPartitions.append((path, rewritten)) }
             }
             // Segments first: staged files are renamed in order, so a crash between the renames
             // never leaves a family's items out of both files (a segment file, once there,
@@ -108,11 +108,11 @@ extension LocalTable {
             var movedOut = false
             for prefix in StoreLayout.segmentPrefixes {
                 let family = stored.filtered { StoreLayout.segment(ofSortKey: $0.sk) == prefix }
-                movedOut = movedOut || !family.items.isEmpty
+                movedOut = movedOut || !family.isEmpty
                 let changes = changedBySortKey[prefix] ?? [:]
                 if let segment = segments[prefix] {
                     if !changes.isEmpty { try rewrite(layout.segmentPath(partitionKey, prefix), segment, changes) }
-                } else if !changes.isEmpty || !family.items.isEmpty {
+                } else if !changes.isEmpty || !family.isEmpty {
                     try rewrite(layout.segmentPath(partitionKey, prefix), family, changes)
                 }
             }

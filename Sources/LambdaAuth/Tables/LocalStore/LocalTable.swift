@@ -147,8 +147,7 @@ public final class LocalTable: Table, Sendable {
             guard onIndex else {
                 // One partition: the sort key alone orders it (no key tuple built per item).
                 var rows: [(sortKey: String, item: Item)] = []
-                for item in try reader.partition(condition.partitionKey, sortKeyFilter: matches,
-                                                 mayHold: { condition.sortKey?.mayMatch(prefix: $0) ?? true }) {
+                for item in try reader.partition(condition.partitionKey, sortKey: condition.sortKey) {
                     if let sortKey = item["SK"]?.stringValue, matches(sortKey) { rows.append((sortKey, item)) }
                 }
                 rows.sort { $0.sortKey.utf8.lexicographicallyPrecedes($1.sortKey.utf8) }

@@ -101,8 +101,10 @@ extension Item {
     }
 
     /// Its `ttl` (epoch seconds), when it has one.
-    var expiry: Double? {
-        guard case .n(let text)? = self["ttl"] else { return nil }
+    var expiry: Double? { Item.expiry(ttl: self["ttl"]) }
+
+    static func expiry(ttl: AttributeValue?) -> Double? {
+        guard case .n(let text)? = ttl else { return nil }
         return Double(text)
     }
 }

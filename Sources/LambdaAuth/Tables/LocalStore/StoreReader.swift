@@ -17,7 +17,7 @@ struct StoreReader {
         case .unchanged:
             if let prefix = StoreLayout.segment(ofSortKey: key.sk),
                let segment = try StoreReader.segment(layout, partitionKey: key.pk, prefix) {
-                return segment.item(sortKey: key.sk)
+                return try segment.item(sortKey: key.sk)
             }
             return try StoreReader.keyedPartition(layout.partitionPath(key.pk), partitionKey: key.pk).item(sortKey: key.sk)
         }
@@ -29,32 +29,33 @@ struct StoreReader {
         return item
     }
 
-    /// Every visible item of one partition whose sort key passes `sortKeyFilter` (the caller
-    /// orders them). Filtering on the precomputed keys first keeps a query that wants a few items
-    /// of a large partition cheap; a segment whose family `mayHold` rules out (a user's profile
-    /// and identities, not its thousand refresh tokens) is not even opened.
-    func partition(_ partitionKey: String, sortKeyFilter: (String) -> Bool = { _ in true },
-                   mayHold: (_ segmentPrefix: String) -> Bool = { _ in true }) throws(TableError) -> [Item] {
+    /// Every visible item of one partition whose sort key meets `sortKey` (nil: every item; the
+    /// caller orders them). The keys are checked before any item is touched, and in a sorted
+    /// file only those in the condition's range (a family's few tokens among a user's thousands);
+    /// a segment whose family the condition rules out (a user's profile and identities, not its
+    /// refresh tokens) is not even opened.
+    func partition(_ partitionKey: String, sortKey condition: SortKeyCondition?) throws(TableError) -> [Item] {
         var items: [Item] = []
-        func add(_ stored: KeyedPartition, _ wanted: (TableKey) -> Bool) {
-            for (index, key) in stored.keys.enumerated() where wanted(key) {
-                guard !overlay.contains(key), !stored.isExpired(index, now: now) else { continue }
-                items.append(stored.items[index])
+        func add(_ stored: KeyedPartition, _ wanted: (TableKey) -> Bool) throws(TableError) {
+            for index in stored.candidates(condition) where wanted(stored.keys[index]) {
+                guard !overlay.contains(stored.keys[index]), !stored.isExpired(index, now: now) else { continue }
+                items.append(try stored.item(at: index))
             }
         }
+        func matches(_ sortKey: String) -> Bool { condition?.matches(sortKey) ?? true }
         var segmented: [String] = []
-        for prefix in StoreLayout.segmentPrefixes where mayHold(prefix) {
+        for prefix in StoreLayout.segmentPrefixes where condition?.mayMatch(prefix: prefix) ?? true {
             guard let segment = try StoreReader.segment(layout, partitionKey: partitionKey, prefix) else { continue }
             segmented.append(prefix)
-            add(segment) { sortKeyFilter($0.sk) }
+            try add(segment) { matches($0.sk) }
         }
         let stored = try StoreReader.keyedPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey)
         // A family whose segment file exists is held there alone (the partition file may still
         // hold its items from before the partition's first checkpoint with segments).
-        add(stored) { key in
-            sortKeyFilter(key.sk) && StoreLayout.segment(ofSortKey: key.sk).map(segmented.contains) != true
+        try add(stored) { key in
+            matches(key.sk) && StoreLayout.segment(ofSortKey: key.sk).map(segmented.contains) != true
         }
-        for (_, item) in try overlay.changes(where: { $0.pk.sameBytes(as: partitionKey) && sortKeyFilter($0.sk) }) {
+        for (_, item) in try overlay.changes(where: { $0.pk.sameBytes(as: partitionKey) && matches($0.sk) }) {
             if let item, !item.isExpired(now: now) { items.append(item) }
         }
         return items
@@ -147,9 +148,31 @@ struct StoreReader {
     private static func keyedPartition(_ path: String, _ identity: FileIdentity?, partitionKey: String,
                                        segment: String?) throws(TableError) -> KeyedPartition {
         if let identity, let cached = PartitionCache.shared.partition(path, identity) { return cached }
-        let partition = KeyedPartition(try parsePartition(path, partitionKey: partitionKey, segment: segment))
+        let partition = try parseKeyedPartition(path, partitionKey: partitionKey, segment: segment)
         if let identity { PartitionCache.shared.store(path, identity, partition) }
         return partition
+    }
+
+    /// A partition's (or a segment's) file as keys, ttls and item texts (`DynamoJSON.partitionEntries`),
+    /// checked as `parsePartition` checks it; each item parsed when it is first used.
+    static func parseKeyedPartition(_ path: String, partitionKey: String, segment: String?) throws(TableError) -> KeyedPartition {
+        guard let bytes = try readBytes(path) else { return KeyedPartition([]) }
+        let entries: [DynamoJSON.PartitionEntry]
+        do {
+            entries = try DynamoJSON.partitionEntries(bytes)
+        } catch {
+            throw .corrupted("\(path): \(error)")
+        }
+        var keys: [TableKey] = []
+        keys.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let pk = entry.partitionKey?.stringValue, let sk = entry.sortKey?.stringValue else { break }
+            keys.append(TableKey(pk: pk, sk: sk))
+        }
+        try checkPlacement(path, keys: keys, count: entries.count, partitionKey: partitionKey, segment: segment)
+        let source = path
+        return KeyedPartition(keys: keys, expiries: entries.map { Item.expiry(ttl: $0.ttl) },
+                              items: entries.map { LazyItem(text: bytes[$0.text], source: source) })
     }
 
     /// A partition's file, or (`segment`: its prefix) one of its segments' files, checked: valid
@@ -162,18 +185,26 @@ struct StoreReader {
         } catch {
             throw .corrupted("\(path): \(error)")
         }
-        guard let expected = partitionKey ?? items.first?["PK"]?.stringValue else { return items }
+        try checkPlacement(path, keys: items.compactMap(TableKey.init(item:)), count: items.count, partitionKey: partitionKey, segment: segment)
+        return items
+    }
+
+    /// Every one of a file's `count` items is keyed (`keys` holds them all) and belongs to the
+    /// partition (and segment) the file's name says.
+    private static func checkPlacement(_ path: String, keys: [TableKey], count: Int, partitionKey: String?, segment: String?) throws(TableError) {
+        guard let expected = partitionKey ?? keys.first?.pk else {
+            guard count == 0 else { throw .corrupted("\(path): holds items without PK/SK") }
+            return
+        }
         let layout = StoreLayout(root: "")
         let name = segment.map { layout.segmentPath(expected, $0) } ?? layout.partitionPath(expected)
-        guard path.hasSuffix(String(name.dropFirst(layout.itemsRoot.utf8.count))),
-              items.allSatisfy({ item in
-                  guard let key = TableKey(item: item), key.pk.sameBytes(as: expected) else { return false }
+        guard keys.count == count, path.hasSuffix(String(name.dropFirst(layout.itemsRoot.utf8.count))),
+              keys.allSatisfy({ key in
                   // A partition file written before segments may hold their families' items.
-                  return segment == nil || StoreLayout.segment(ofSortKey: key.sk) == segment
+                  key.pk.sameBytes(as: expected) && (segment == nil || StoreLayout.segment(ofSortKey: key.sk) == segment)
               }) else {
             throw .corrupted("\(path): holds items of another partition or segment, or items without PK/SK")
         }
-        return items
     }
 
     static func readIndex(_ path: String) throws(TableError) -> [TableKey] {
@@ -214,77 +245,99 @@ struct FileIdentity: Equatable {
     }
 }
 
-/// One partition file's items, with their keys precomputed and an index by sort key.
+/// One partition file's items, with their keys precomputed and an index by sort key. An item
+/// read from a file stays text until it is used; the next checkpoint of the partition copies the
+/// text of the items it did not change (encoding every item again was most of a checkpoint's time
+/// once a user had thousands of refresh tokens: 220 of 450 ms at 10,000 items).
 struct KeyedPartition {
-    let items: [Item]
     let keys: [TableKey]
+    private let items: [LazyItem]
     let positionBySortKey: [ExactString: Int]
     /// Each item's `ttl`, read once per file version: a query of a large partition checked every
     /// item's by parsing its text again.
     private let expiries: [Double?]
-    /// Each item's DynamoDB JSON, when this process wrote the file: the next checkpoint of the
-    /// partition copies the bytes of the items it did not change. Encoding every item again
-    /// was most of a checkpoint's time once a user had thousands of refresh tokens (220 of
-    /// 450 ms at 10,000 items, and 80 more to build the JSON values).
-    let encodedItems: [[UInt8]]?
+    /// The keys ascend (UTF-8 bytes), so a range of them is found by binary search.
+    private let sorted: Bool
 
     init(_ items: [Item]) {
         // parsePartition checked every item has PK and SK.
-        self.init(items: items, keys: items.map { TableKey(item: $0)! }, encodedItems: nil)
+        self.init(keys: items.map { TableKey(item: $0)! }, expiries: items.map(\.expiry), items: items.map(LazyItem.init))
     }
 
-    private init(items: [Item], keys: [TableKey], encodedItems: [[UInt8]]?) {
-        self.items = items
+    init(keys: [TableKey], expiries: [Double?], items: [LazyItem]) {
         self.keys = keys
-        self.encodedItems = encodedItems
+        self.items = items
+        self.expiries = expiries
+        // Checkpoints write keys in order; a file from elsewhere may not be.
+        sorted = zip(keys, keys.dropFirst()).allSatisfy { $0.sk.utf8.lexicographicallyPrecedes($1.sk.utf8) }
         var positions: [ExactString: Int] = [:]
         positions.reserveCapacity(keys.count)
         for (index, key) in keys.enumerated() { positions[ExactString(key.sk)] = index }
         positionBySortKey = positions
-        expiries = items.map(\.expiry)
     }
+
+    var isEmpty: Bool { keys.isEmpty }
+
+    func item(at index: Int) throws(TableError) -> Item { try items[index].item() }
 
     /// The item at `index` is past its `ttl` (as `Item.isExpired`).
     func isExpired(_ index: Int, now: Double) -> Bool {
         expiries[index].map { $0 < now } ?? false
     }
 
-    func item(sortKey: String) -> Item? {
-        positionBySortKey[ExactString(sortKey)].map { items[$0] }
+    /// The positions whose keys may meet `condition`, a range of them when the keys are sorted
+    /// and the condition names a lower and an upper bound (the caller checks each key).
+    func candidates(_ condition: SortKeyCondition?) -> Range<Int> {
+        guard sorted, let bounds = condition?.bounds else { return keys.indices }
+        func firstIndex(notBelow bound: [UInt8]) -> Int {
+            var (low, high) = (0, keys.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if keys[middle].sk.utf8.lexicographicallyPrecedes(bound) { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+        let start = firstIndex(notBelow: bounds.lower)
+        let end = bounds.upper.map(firstIndex(notBelow:)) ?? keys.count
+        return start..<max(start, end)
     }
 
-    /// The items whose keys pass `keep`, their encoded bytes kept.
+    func item(sortKey: String) throws(TableError) -> Item? {
+        guard let index = positionBySortKey[ExactString(sortKey)] else { return nil }
+        return try item(at: index)
+    }
+
+    /// The items whose keys pass `keep`, their texts kept.
     func filtered(_ keep: (TableKey) -> Bool) -> KeyedPartition {
         let kept = keys.indices.filter { keep(keys[$0]) }
         guard kept.count < keys.count else { return self }
-        return KeyedPartition(items: kept.map { items[$0] }, keys: kept.map { keys[$0] }, encodedItems: encodedItems.map { encoded in kept.map { encoded[$0] } })
+        return KeyedPartition(keys: kept.map { keys[$0] }, expiries: kept.map { expiries[$0] }, items: kept.map { items[$0] })
     }
 
     /// The partition with `changes` (by sort key; nil deletes) applied and expired items dropped,
-    /// in sort-key order (UTF-8 bytes, as DynamoDB orders), every item encoded.
+    /// in sort-key order (UTF-8 bytes, as DynamoDB orders), every item with its text.
     func applying(_ changes: [ExactString: Item?], partitionKey: String, now: Double) -> KeyedPartition {
-        var rows: [(key: TableKey, item: Item, encoded: [UInt8]?)] = []
+        var rows: [(key: TableKey, expiry: Double?, item: LazyItem)] = []
         rows.reserveCapacity(items.count + changes.count)
         for (index, key) in keys.enumerated() where !changes.keys.contains(ExactString(key.sk)) && !isExpired(index, now: now) {
-            rows.append((key, items[index], encodedItems?[index]))
+            rows.append((key, expiries[index], items[index].withText()))
         }
         for case let (sortKey, item?) in changes where !item.isExpired(now: now) {
-            rows.append((TableKey(pk: partitionKey, sk: sortKey.value), item, nil))
+            rows.append((TableKey(pk: partitionKey, sk: sortKey.value), item.expiry, LazyItem(item).withText()))
         }
         // The stored items are in order already and the changes few: a near-linear sort.
         rows.sort { $0.key.sk.utf8.lexicographicallyPrecedes($1.key.sk.utf8) }
-        return KeyedPartition(items: rows.map(\.item), keys: rows.map(\.key),
-                              encodedItems: rows.map { $0.encoded ?? DynamoJSON.encodedBytes($0.item) })
+        return KeyedPartition(keys: rows.map(\.key), expiries: rows.map(\.expiry), items: rows.map(\.item))
     }
 
-    /// `{"Items": [...]}`, byte for byte what serialising the whole document would give.
+    /// `{"Items": [...]}`: each item's text as read, or as `DynamoJSON.encodedBytes` writes it.
     var fileBytes: [UInt8] {
-        let encoded = encodedItems ?? items.map(DynamoJSON.encodedBytes)
+        let texts = items.map { $0.withText().text }
         var bytes = Array(#"{"Items":["#.utf8)
-        bytes.reserveCapacity(encoded.reduce(16) { $0 + $1.count + 1 })
-        for (index, item) in encoded.enumerated() {
+        bytes.reserveCapacity(texts.reduce(16) { $0 + $1.count + 1 })
+        for (index, text) in texts.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes += item
+            bytes += text
         }
         bytes += Array("]}".utf8)
         return bytes

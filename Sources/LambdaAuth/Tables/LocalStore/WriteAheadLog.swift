@@ -1,5 +1,4 @@
 import Crypto
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,43 +39,20 @@ struct Overlay {
     var isEmpty: Bool { entries.isEmpty }
 }
 
-/// One after-image: as written by this process, or as bytes of a log record, parsed the first time
-/// it is used (then kept: a resident process looks at the same items invocation after invocation).
-final class LoggedChange: Sendable {
-    private let record: ArraySlice<UInt8>
-    private let source: String
-    private let parsed: Mutex<Item??>
+/// One after-image (nil: a deletion), as written by this process or as bytes of a log record.
+struct LoggedChange: Sendable {
+    private let afterImage: LazyItem?
 
     init(_ item: Item?) {
-        record = []
-        source = ""
-        parsed = Mutex(.some(item))
+        afterImage = item.map(LazyItem.init)
     }
 
     /// The after-image at `range` of a record's payload (nil: a deletion), read from `source`.
     init(record: [UInt8], range: Range<Int>?, source: String) {
-        guard let range else {
-            self.record = []
-            self.source = source
-            parsed = Mutex(.some(nil))
-            return
-        }
-        self.record = record[range]
-        self.source = source
-        parsed = Mutex(nil)
+        afterImage = range.map { LazyItem(text: record[$0], source: source + ", a log record") }
     }
 
-    func item() throws(TableError) -> Item? {
-        if case .some(let item) = parsed.withLock({ $0 }) { return item }
-        let item: Item
-        do {
-            item = try DynamoJSON.item(Array(record))
-        } catch {
-            throw .corrupted("\(source): an unreadable item in a record: \(error)")
-        }
-        parsed.withLock { $0 = .some(item) }
-        return item
-    }
+    func item() throws(TableError) -> Item? { try afterImage?.item() }
 }
 
 /// `<store>/wal`: a 16-byte header (magic, generation) then records of
