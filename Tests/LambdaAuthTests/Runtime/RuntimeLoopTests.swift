@@ -104,11 +104,7 @@ import Glibc
         let signedIn = world.signIn(token: world.googleToken(subject: "maintenance-user"))
         var token = try #require(signedIn["tokens"]?["refreshToken"])
         let threshold = LocalTable.checkpointThreshold
-        let wal = world.storeDirectory + "/wal"
-        func walSize() -> Int {
-            var status = stat()
-            return stat(wal, &status) == 0 ? Int(status.st_size) : 0
-        }
+        func walSize() -> Int { logLength(ofStoreAt: world.storeDirectory) }
         var sizes: [Int] = []
         if throughRuntimeAPI {
             let peer = try RuntimeAPIPeer()

@@ -80,7 +80,7 @@ import Testing
         let changes: [(TableKey, Item?)] = [(TableKey(pk: "USER#1", sk: "PROFILE"), Self.item(&generator)),
                                             (TableKey(pk: "USER#1", sk: "SESSION#2"), nil),
                                             (TableKey(pk: "USER#1", sk: "REFRESH#3"), Self.item(&generator))]
-        let record = WriteAheadLog.encodeRecord(changes)
+        let record = WriteAheadLog.encodeRecord(changes, generation: 3)
         let payload = Array(record.dropFirst(WriteAheadLog.recordHeaderSize))
         let reference = JSONValue.object(["changes": .array(changes.map { key, item in
             var entry: [String: JSONValue] = ["key": DynamoJSON.encode(key.item)]

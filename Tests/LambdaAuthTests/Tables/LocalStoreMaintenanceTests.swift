@@ -23,7 +23,9 @@ import Glibc
         try body(root + "/store", table, due)
     }
 
-    private func walSize(_ directory: String) -> Int {
+    private func walSize(_ directory: String) -> Int { logLength(ofStoreAt: directory) }
+
+    private func walFileSize(_ directory: String) -> Int {
         var status = stat()
         return stat(directory + "/wal", &status) == 0 ? Int(status.st_size) : 0
     }
@@ -52,6 +54,7 @@ import Glibc
 
             #expect(due.runDue().isEmpty)
             #expect(walSize(directory) == WriteAheadLog.headerSize, "maintenance did not empty the log")
+            #expect(walFileSize(directory) == size, "the file keeps its length for the next commits to write over")
             #expect(FileSystem.exists(StoreLayout(root: directory).partitionPath("USER#0")))
             #expect(due.count == 0)
             #expect(try table.checkpointIfDue() == false, "a checkpoint with nothing due")
@@ -77,6 +80,7 @@ import Glibc
                 previous = size
             }
             #expect(largest <= Self.cap, "the log grew past the cap: \(largest) bytes")
+            #expect(walFileSize(directory) <= Self.cap + 1024, "the file grew past the cap: later logs did not write over earlier ones")
             #expect(largest > 2 * Self.threshold, "writes checkpointed before the cap")
             #expect(inlineCheckpoints >= 5)
             let reopened = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))

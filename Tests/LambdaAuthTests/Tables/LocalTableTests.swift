@@ -189,8 +189,9 @@ import Glibc
             let walPath = directory + "/wal"
             let intact = try FileSystem.readFile(walPath)
 
-            // A crash mid-append: half a record at the end, then zeros the file system left.
-            let record = WriteAheadLog.encodeRecord([(TableKey(pk: "USER#9", sk: "PROFILE"), TableKey(pk: "USER#9", sk: "PROFILE").item)])
+            // A crash mid-write: half a record at the end, then zeros the file system left.
+            let record = WriteAheadLog.encodeRecord([(TableKey(pk: "USER#9", sk: "PROFILE"), TableKey(pk: "USER#9", sk: "PROFILE").item)],
+                                                    generation: 1)
             try FileSystem.writeAtomically(walPath, intact + record.prefix(record.count / 2))
             let fresh = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))
             #expect(try fresh.getItem(TableKey(pk: "USER#2", sk: "PROFILE")) != nil)
@@ -198,13 +199,12 @@ import Glibc
             try FileSystem.writeAtomically(walPath, intact + [UInt8](repeating: 0, count: 300))
             #expect(try fresh.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) != nil)
             try fresh.putItem(TableKey(pk: "USER#5", sk: "PROFILE").item)
-            #expect(try FileSystem.readFile(walPath).count == intact.count + encodedSize(TableKey(pk: "USER#5", sk: "PROFILE")),
-                    "the writer cut the torn tail before appending")
+            #expect(try FileSystem.readFile(walPath).count == intact.count + 300, "the writer wrote over the torn tail")
             #expect(try LocalTable(directory: directory, clock: SystemClock()).getItem(TableKey(pk: "USER#5", sk: "PROFILE")) != nil)
 
             // A flipped byte inside the first record, with valid records after it.
             var damaged = try FileSystem.readFile(walPath)
-            damaged[WriteAheadLog.headerSize + 20] ^= 0x01
+            damaged[WriteAheadLog.headerSize + WriteAheadLog.recordHeaderSize + 5] ^= 0x01
             try FileSystem.writeAtomically(walPath, damaged)
             do {
                 _ = try LocalTable(directory: directory, clock: SystemClock()).getItem(TableKey(pk: "USER#0", sk: "PROFILE"))
@@ -219,8 +219,60 @@ import Glibc
         }
     }
 
+    /// A checkpoint starts the log's next generation by its header alone: the records of the
+    /// one before stay in the file, and neither a process that parsed them nor a new one reads
+    /// them again; the next commits write over them. An erasure cuts the file back instead.
+    @Test func anEarlierGenerationsRecordsAreNeverReadAgain() throws {
+        try withStore { directory, _ in
+            let table = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)), checkpointThreshold: 200, dueStores: DueStores())
+            for index in 0..<4 { try table.putItem(TableKey(pk: "USER#\(index)", sk: "PROFILE").item) }
+            let before = try FileSystem.readFile(directory + "/wal")
+            #expect(try table.checkpointIfDue())
+            let after = try FileSystem.readFile(directory + "/wal")
+            #expect(after.count == before.count && after.dropFirst(WriteAheadLog.headerSize) == before.dropFirst(WriteAheadLog.headerSize),
+                    "the records stay; only the header changed")
+            #expect(after.prefix(WriteAheadLog.headerSize) != before.prefix(WriteAheadLog.headerSize))
+            try table.deleteItem(TableKey(pk: "USER#1", sk: "PROFILE"), condition: nil, attributes: .init())
+            for reader in [table, LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))] {
+                var keys: [String] = []
+                try reader.forEachItem { keys.append($0["PK"]!.stringValue!) }
+                #expect(keys.sorted() == ["USER#0", "USER#2", "USER#3"], "an earlier generation's put of USER#1 came back")
+            }
+            #expect(try FileSystem.readFile(directory + "/wal").count == before.count, "the deletion was written over the old records")
+            try table.eraseDeletedItems()
+            #expect(try FileSystem.readFile(directory + "/wal").count == WriteAheadLog.headerSize, "an erasure leaves no earlier record")
+        }
+    }
+
+    /// A log of the first format (records without a generation, from an earlier release) is read
+    /// as it is; the next write moves its records to the partition files and starts a log of the
+    /// current format.
+    @Test func aLogOfTheFirstFormatIsReadThenReplaced() throws {
+        try withStore { directory, _ in
+            try FileSystem.createDirectory(directory)
+            try FileSystem.writeAtomically(directory + "/LOCK", [])
+            var log = WriteAheadLog.firstFormatMagic + WriteAheadLog.littleEndian(7)
+            for index in 0..<3 {
+                let key = TableKey(pk: "USER#\(index)", sk: "PROFILE")
+                let payload = JSONValue.object(["changes": [["key": DynamoJSON.encode(key.item), "item": DynamoJSON.encode(key.item)]]]).serializedBytes()
+                log += withUnsafeBytes(of: UInt32(payload.count).littleEndian) { Array($0) } + WriteAheadLog.checksum(payload, generation: nil) + payload
+            }
+            try FileSystem.writeAtomically(directory + "/wal", log)
+            let table = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))
+            #expect(try table.getItem(TableKey(pk: "USER#2", sk: "PROFILE")) != nil)
+            try table.putItem(TableKey(pk: "USER#3", sk: "PROFILE").item)
+            let wal = try FileSystem.readFile(directory + "/wal")
+            #expect(Array(wal.prefix(8)) == WriteAheadLog.magic)
+            #expect(WriteAheadLog.integer(wal[8..<16]) == 8, "the next generation")
+            #expect(FileSystem.exists(StoreLayout(root: directory).partitionPath("USER#0")), "the first format's records were checkpointed")
+            var keys: [String] = []
+            try LocalTable(directory: directory, clock: FixedClock(Double(Self.now))).forEachItem { keys.append($0["PK"]!.stringValue!) }
+            #expect(keys.sorted() == ["USER#0", "USER#1", "USER#2", "USER#3"])
+        }
+    }
+
     private func encodedSize(_ key: TableKey) -> Int {
-        WriteAheadLog.encodeRecord([(key, key.item)]).count
+        WriteAheadLog.encodeRecord([(key, key.item)], generation: 1).count
     }
 
     @Test func aHeldLockMakesTheStoreUnavailableAfterTwoSeconds() throws {

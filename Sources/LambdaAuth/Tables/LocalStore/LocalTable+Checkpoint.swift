@@ -15,7 +15,9 @@ extension LocalTable {
     }
 
     /// A checkpoint whatever the log's size: the log's records of deleted items (and of what they
-    /// held before) go, and the files of partitions left empty are removed, names and all.
+    /// held before) go, the log's file cut back to its header with them (a checkpoint otherwise
+    /// leaves earlier generations' records in it, to be written over), and the files of
+    /// partitions left empty are removed, names and all.
     public func eraseDeletedItems() throws(TableError) {
         _ = try cachedLog.withLock { (cachedLog) throws(TableError) -> Bool in try checkpointIfDue(&cachedLog, force: true) }
     }
@@ -33,7 +35,7 @@ extension LocalTable {
         cachedLog = log
         guard log.validEnd > (force ? WriteAheadLog.headerSize : checkpointThreshold) else { return false }
         do {
-            try checkpoint(descriptor, &log, now: clock.now())
+            try checkpoint(descriptor, &log, now: clock.now(), wipingTheLog: force)
             cachedLog = log
         } catch {
             cachedLog = nil
@@ -47,7 +49,7 @@ extension LocalTable {
     /// it still holds every change, so a crash anywhere here loses nothing: each file is either
     /// its old or its new version, and the next checkpoint redoes the work. Rewriting a partition
     /// also drops its expired items, as DynamoDB's TTL sweeper would.
-    func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State, now: Double) throws(TableError) {
+    func checkpoint(_ descriptor: Int32, _ log: inout WriteAheadLog.State, now: Double, wipingTheLog: Bool = false) throws(TableError) {
         var byPartition: [ExactString: [(TableKey, Item?)]] = [:]
         for (key, item) in try log.overlay.changes() { byPartition[ExactString(key.pk), default: []].append((key, item)) }
         var indexChanges: [ExactString: (added: Set<TableKey>, removed: Set<TableKey>)] = [:]
@@ -137,7 +139,7 @@ extension LocalTable {
             throw ioFailure(path, "unlink")
         }
         try syncStore()
-        try resetLog(descriptor, &log, newFile: false)
+        try resetLog(descriptor, &log, newFile: false, wiping: wipingTheLog)
         // Else this process's next read of a partition just written parses the whole file again
         // (the refresh after a checkpoint took 23 ms more at 300 tokens, growing with them).
         // The files were renamed under the exclusive lock still held, so these identities are

@@ -68,24 +68,28 @@ extension LocalTable {
             guard descriptor >= 0 else { throw ioFailure(layout.walPath, "create") }
             newFile = true
         }
-        if log.validEnd < WriteAheadLog.headerSize {
-            try resetLog(descriptor, &log, newFile: newFile)
-        } else if log.validEnd < log.fileSize {
-            // A torn record from a crash mid-append: it was never acknowledged.
-            guard ftruncate(descriptor, off_t(log.validEnd)) == 0 else { throw ioFailure(layout.walPath, "truncate") }
+        if log.isFirstFormat, log.validEnd > WriteAheadLog.headerSize {
+            // A log of the first format: its records go to the partition files, and the log
+            // starts again in this format (the batch was read on the same items).
+            try checkpoint(descriptor, &log, now: now)
+            cachedLog = log
         }
-        let record = WriteAheadLog.encodeRecord(batch.changes)
+        if log.validEnd < WriteAheadLog.headerSize || log.isFirstFormat {
+            try resetLog(descriptor, &log, newFile: newFile)
+        }
+        // Over whatever follows the last record (an earlier generation's records, or a torn
+        // one that was never acknowledged).
+        let record = WriteAheadLog.encodeRecord(batch.changes, generation: log.generation)
         let written = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(log.validEnd)) }
         guard written == record.count, fdatasync(descriptor) == 0 else {
             let failure = ioFailure(layout.walPath, "append to")
-            _ = ftruncate(descriptor, off_t(log.validEnd))
             cachedLog = nil
             throw failure
         }
         // Acknowledged from here on: the record is on disk.
         for (key, item) in batch.changes { log.overlay.apply(key, item) }
         log.validEnd += record.count
-        log.fileSize = log.validEnd
+        log.fileSize = max(log.fileSize, log.validEnd)
         cachedLog = log
         if forceCheckpoint || log.validEnd > checkpointThreshold * LocalTable.inlineCheckpointFactor {
             // The commit is acknowledged already; a checkpoint that cannot finish (a full disk, a
@@ -106,12 +110,17 @@ extension LocalTable {
         .unavailable(FileSystem.Failure(path: path, operation: operation, errno: errno).description)
     }
 
-    /// A fresh, empty log under a new generation, durably.
-    func resetLog(_ descriptor: Int32, _ log: inout WriteAheadLog.State, newFile: Bool) throws(TableError) {
+    /// A fresh, empty log under a new generation, durably: the header alone is written (one
+    /// sector, so never torn); what follows it is of earlier generations now, and the file keeps
+    /// its length for the next commits to write over. Cut back to its header when `wiping` (an
+    /// erasure: no byte of a deleted item may stay) and for a log of the first format, whose
+    /// records carry no generation.
+    func resetLog(_ descriptor: Int32, _ log: inout WriteAheadLog.State, newFile: Bool, wiping: Bool = false) throws(TableError) {
         let generation = log.generation &+ 1
         let header = WriteAheadLog.header(generation: generation)
         let written = header.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        guard written == header.count, ftruncate(descriptor, off_t(header.count)) == 0, fdatasync(descriptor) == 0 else {
+        guard written == header.count, !(wiping || log.isFirstFormat) || ftruncate(descriptor, off_t(header.count)) == 0,
+              fdatasync(descriptor) == 0 else {
             throw ioFailure(layout.walPath, "reset")
         }
         if newFile {
@@ -123,8 +132,8 @@ extension LocalTable {
             }
         }
         var status = stat()
-        let inode = fstat(descriptor, &status) == 0 ? UInt64(status.st_ino) : 0
-        log = WriteAheadLog.State(inode: inode, generation: generation, validEnd: header.count,
-                                  fileSize: header.count, overlay: Overlay())
+        let known = fstat(descriptor, &status) == 0
+        log = WriteAheadLog.State(inode: known ? UInt64(status.st_ino) : 0, generation: generation, validEnd: header.count,
+                                  fileSize: known ? Int(status.st_size) : header.count, overlay: Overlay())
     }
 }
