@@ -32,8 +32,12 @@ public struct JSONLogHandler: LogHandler {
         // Log time is always the real time: a fixed AUTH_NOW would make logs lie.
         let now = SystemClock().now()
         let millis = Int64((now - now.rounded(.down)) * 1000)
-        let stamp = ISO8601.format(now).dropLast() + "." + String(1000 + millis).dropFirst() + "Z"
-        object["timestamp"] = .string(String(stamp))
+        // Strings joined as Strings: Substring + String went through a generic append whose first
+        // use cost a new process some 190,000 instructions of runtime type look-ups (callgrind).
+        var stamp = ISO8601.format(now)
+        stamp.removeLast()
+        stamp += "." + String(String(1000 + millis).dropFirst()) + "Z"
+        object["timestamp"] = .string(stamp)
         object["level"] = .string(event.level.contractName)
         object["message"] = .string(event.message.description)
         if case .string(let requestID)? = metadata[JSONLogHandler.requestIDKey] {

@@ -99,6 +99,8 @@ import Testing
             ("RSA PKCS#1", rsa.pemRepresentation, .rs256), ("RSA PKCS#8", rsa.pkcs8PEMRepresentation, .rs256),
             ("EC SEC 1", Self.sec1PEM(ec), .es256), ("EC PKCS#8", ec.pemRepresentation, .es256),
         ]
+        #expect(configError(["AUTH_SIGNING_KEYS": P384.Signing.PrivateKey().pemRepresentation])
+            == "AUTH_SIGNING_KEYS: key 1 of 1 is neither an RSA nor a P-256 private key")
         #expect(rsa.pemRepresentation.hasPrefix("-----BEGIN RSA PRIVATE KEY-----"))
         #expect(rsa.pkcs8PEMRepresentation.hasPrefix("-----BEGIN PRIVATE KEY-----"))
         #expect(ec.pemRepresentation.hasPrefix("-----BEGIN PRIVATE KEY-----"))
