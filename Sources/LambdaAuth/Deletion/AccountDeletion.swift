@@ -23,7 +23,8 @@ struct AccountDeletion: Sendable {
         do {
             try store.table.eraseDeletedItems()
         } catch {
-            // Deleted for every reader already; the next checkpoint erases it from the files.
+            // Deleted for every reader already; the next erasure (this deletion's retry) takes it
+            // out of the files.
             throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "erasing the deleted account's items: \(error)")
         }
     }

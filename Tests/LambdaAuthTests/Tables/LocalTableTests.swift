@@ -192,29 +192,35 @@ import Glibc
             // A crash mid-write: half a record at the end, then zeros the file system left.
             let record = WriteAheadLog.encodeRecord([(TableKey(pk: "USER#9", sk: "PROFILE"), TableKey(pk: "USER#9", sk: "PROFILE").item)],
                                                     generation: 1)
-            try FileSystem.writeAtomically(walPath, intact + record.prefix(record.count / 2))
+            #expect(intact.suffix(WriteAheadLog.recordHeaderSize).allSatisfy { $0 == 0 }, "the last record has an end mark after it")
+            try FileSystem.writeAtomically(walPath, intact.dropLast(WriteAheadLog.recordHeaderSize) + record.prefix(record.count / 2))
             let fresh = LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))
             #expect(try fresh.getItem(TableKey(pk: "USER#2", sk: "PROFILE")) != nil)
             #expect(try fresh.getItem(TableKey(pk: "USER#9", sk: "PROFILE")) == nil, "an unacknowledged record is not applied")
-            try FileSystem.writeAtomically(walPath, intact + [UInt8](repeating: 0, count: 300))
+            try FileSystem.writeAtomically(walPath, intact + [UInt8](repeating: 0x5A, count: 300))
             #expect(try fresh.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) != nil)
             try fresh.putItem(TableKey(pk: "USER#5", sk: "PROFILE").item)
             #expect(try FileSystem.readFile(walPath).count == intact.count + 300, "the writer wrote over the torn tail")
             #expect(try LocalTable(directory: directory, clock: SystemClock()).getItem(TableKey(pk: "USER#5", sk: "PROFILE")) != nil)
 
-            // A flipped byte inside the first record, with valid records after it.
-            var damaged = try FileSystem.readFile(walPath)
-            damaged[WriteAheadLog.headerSize + WriteAheadLog.recordHeaderSize + 5] ^= 0x01
-            try FileSystem.writeAtomically(walPath, damaged)
-            do {
-                _ = try LocalTable(directory: directory, clock: SystemClock()).getItem(TableKey(pk: "USER#0", sk: "PROFILE"))
-                Issue.record("a damaged record must be reported")
-            } catch let error as TableError {
-                guard case .corrupted(let message) = error else {
-                    Issue.record("expected corrupted, got \(error)")
-                    return
+            // A flipped bit inside the first record (its payload, its generation) with valid
+            // records after it, or in the header's generation: damage, reported.
+            let intactAgain = try FileSystem.readFile(walPath)
+            for (position, step) in [(WriteAheadLog.headerSize + WriteAheadLog.recordHeaderSize + 5, "payload"),
+                                     (WriteAheadLog.headerSize + 4, "record generation"), (8, "header generation")] {
+                var damaged = intactAgain
+                damaged[position] ^= 0x01
+                try FileSystem.writeAtomically(walPath, damaged)
+                do {
+                    _ = try LocalTable(directory: directory, clock: SystemClock()).getItem(TableKey(pk: "USER#0", sk: "PROFILE"))
+                    Issue.record("a damaged \(step) must be reported")
+                } catch let error as TableError {
+                    guard case .corrupted(let message) = error else {
+                        Issue.record("\(step): expected corrupted, got \(error)")
+                        continue
+                    }
+                    #expect(message.contains(walPath), "\(step)")
                 }
-                #expect(message.contains(walPath))
             }
         }
     }
@@ -229,9 +235,11 @@ import Glibc
             let before = try FileSystem.readFile(directory + "/wal")
             #expect(try table.checkpointIfDue())
             let after = try FileSystem.readFile(directory + "/wal")
-            #expect(after.count == before.count && after.dropFirst(WriteAheadLog.headerSize) == before.dropFirst(WriteAheadLog.headerSize),
-                    "the records stay; only the header changed")
+            let kept = WriteAheadLog.headerSize + WriteAheadLog.recordHeaderSize
+            #expect(after.count == before.count && after.dropFirst(kept) == before.dropFirst(kept),
+                    "the records stay; only the header and an end mark after it changed")
             #expect(after.prefix(WriteAheadLog.headerSize) != before.prefix(WriteAheadLog.headerSize))
+            #expect(after[WriteAheadLog.headerSize..<kept].allSatisfy { $0 == 0 })
             try table.deleteItem(TableKey(pk: "USER#1", sk: "PROFILE"), condition: nil, attributes: .init())
             for reader in [table, LocalTable(directory: directory, clock: FixedClock(Double(Self.now)))] {
                 var keys: [String] = []
@@ -241,6 +249,13 @@ import Glibc
             #expect(try FileSystem.readFile(directory + "/wal").count == before.count, "the deletion was written over the old records")
             try table.eraseDeletedItems()
             #expect(try FileSystem.readFile(directory + "/wal").count == WriteAheadLog.headerSize, "an erasure leaves no earlier record")
+
+            // An erasure when a checkpoint has just run (nothing left to move) still cuts the file.
+            for index in 0..<4 { try table.putItem(TableKey(pk: "USER#\(index + 10)", sk: "PROFILE").item) }
+            #expect(try table.checkpointIfDue())
+            #expect(try FileSystem.readFile(directory + "/wal").count > WriteAheadLog.headerSize + WriteAheadLog.recordHeaderSize)
+            try table.eraseDeletedItems()
+            #expect(try FileSystem.readFile(directory + "/wal").count == WriteAheadLog.headerSize, "an erasure after a checkpoint")
         }
     }
 

@@ -33,7 +33,10 @@ extension LocalTable {
         defer { close(descriptor) }
         var log = try WriteAheadLog.read(descriptor, path: layout.walPath, cached: cachedLog)
         cachedLog = log
-        guard log.validEnd > (force ? WriteAheadLog.headerSize : checkpointThreshold) else { return false }
+        // An erasure also cuts back a log with nothing to move, when earlier generations' records
+        // are still in its file.
+        let erasable = force && log.fileSize > WriteAheadLog.headerSize + WriteAheadLog.endMark.count
+        guard log.validEnd > (force ? WriteAheadLog.headerSize : checkpointThreshold) || erasable else { return false }
         do {
             try checkpoint(descriptor, &log, now: clock.now(), wipingTheLog: force)
             cachedLog = log

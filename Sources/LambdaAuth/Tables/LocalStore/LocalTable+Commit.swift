@@ -77,19 +77,21 @@ extension LocalTable {
         if log.validEnd < WriteAheadLog.headerSize || log.isFirstFormat {
             try resetLog(descriptor, &log, newFile: newFile)
         }
-        // Over whatever follows the last record (an earlier generation's records, or a torn
-        // one that was never acknowledged).
-        let record = WriteAheadLog.encodeRecord(batch.changes, generation: log.generation)
+        // Over the end mark and whatever follows it (an earlier generation's records), with a new
+        // end mark after the record.
+        let record = WriteAheadLog.encodeRecordWithEndMark(batch.changes, generation: log.generation)
         let written = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(log.validEnd)) }
         guard written == record.count, fdatasync(descriptor) == 0 else {
             let failure = ioFailure(layout.walPath, "append to")
+            // A commit that failed must not take effect when a later read finds its record.
+            _ = WriteAheadLog.endMark.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(log.validEnd)) }
             cachedLog = nil
             throw failure
         }
         // Acknowledged from here on: the record is on disk.
         for (key, item) in batch.changes { log.overlay.apply(key, item) }
-        log.validEnd += record.count
-        log.fileSize = max(log.fileSize, log.validEnd)
+        log.validEnd += record.count - WriteAheadLog.endMark.count
+        log.fileSize = max(log.fileSize, log.validEnd + WriteAheadLog.endMark.count)
         cachedLog = log
         if forceCheckpoint || log.validEnd > checkpointThreshold * LocalTable.inlineCheckpointFactor {
             // The commit is acknowledged already; a checkpoint that cannot finish (a full disk, a
@@ -110,16 +112,16 @@ extension LocalTable {
         .unavailable(FileSystem.Failure(path: path, operation: operation, errno: errno).description)
     }
 
-    /// A fresh, empty log under a new generation, durably: the header alone is written (one
-    /// sector, so never torn); what follows it is of earlier generations now, and the file keeps
-    /// its length for the next commits to write over. Cut back to its header when `wiping` (an
+    /// A fresh, empty log under a new generation, durably: the header and an end mark are written
+    /// (36 bytes in one sector, so never torn); what follows is of earlier generations now, and
+    /// the file keeps its length for the next commits to write over. Cut back to its header when `wiping` (an
     /// erasure: no byte of a deleted item may stay) and for a log of the first format, whose
     /// records carry no generation.
     func resetLog(_ descriptor: Int32, _ log: inout WriteAheadLog.State, newFile: Bool, wiping: Bool = false) throws(TableError) {
         let generation = log.generation &+ 1
         let header = WriteAheadLog.header(generation: generation)
         let written = header.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        guard written == header.count, !(wiping || log.isFirstFormat) || ftruncate(descriptor, off_t(header.count)) == 0,
+        guard written == header.count, !(wiping || log.isFirstFormat) || ftruncate(descriptor, off_t(WriteAheadLog.headerSize)) == 0,
               fdatasync(descriptor) == 0 else {
             throw ioFailure(layout.walPath, "reset")
         }
@@ -133,7 +135,7 @@ extension LocalTable {
         }
         var status = stat()
         let known = fstat(descriptor, &status) == 0
-        log = WriteAheadLog.State(inode: known ? UInt64(status.st_ino) : 0, generation: generation, validEnd: header.count,
+        log = WriteAheadLog.State(inode: known ? UInt64(status.st_ino) : 0, generation: generation, validEnd: WriteAheadLog.headerSize,
                                   fileSize: known ? Int(status.st_size) : header.count, overlay: Overlay())
     }
 }

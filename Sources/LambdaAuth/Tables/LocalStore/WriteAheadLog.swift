@@ -58,9 +58,11 @@ struct LoggedChange: Sendable {
 /// `<store>/wal`: a 16-byte header (magic, generation) then records of
 /// `length (4, LE) | generation (8, LE) | checksum (8: SHA-256 of generation and payload) | payload`,
 /// the payload `{"changes": [{"key": {...}, "item": {...}}, ...]}` of one commit (no `item`:
-/// deleted). A checkpoint starts the next generation by rewriting the header alone: the file keeps
-/// its length, and the next commits overwrite the records of earlier generations in place, which
-/// a reader tells from this generation's by the number they carry. Appending past the end of the
+/// deleted), the last one followed by an end mark (a record header of zeros). A checkpoint starts
+/// the next generation by rewriting the header and an end mark after it: the file keeps its
+/// length, and the next commits overwrite the records of earlier generations in place, each
+/// written with an end mark after it in the same write. So what follows the last record is an end
+/// mark, or a record torn by a crash while it was written (never acknowledged), or damage. Appending past the end of the
 /// file made every commit's `fdatasync` write the inode too (its size changed): on this machine's
 /// disk a 4 KB commit synced in 124 µs appended and 71 µs written over (docs/local-store.md). A
 /// process keeps what it parsed of the log and reads only what follows on its next operation.
@@ -71,6 +73,8 @@ enum WriteAheadLog {
     static let firstFormatMagic = Array("LAWAL001".utf8)
     static let headerSize = 16
     static let recordHeaderSize = 20
+    /// What follows the last record: a record header of zeros (no generation is 0).
+    static let endMark = [UInt8](repeating: 0, count: recordHeaderSize)
     static let firstFormatRecordHeaderSize = 12
 
     struct State {
@@ -96,8 +100,9 @@ enum WriteAheadLog {
         bytes.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
     }
 
+    /// The header, with an end mark after it: the log of a new generation, empty.
     static func header(generation: UInt64) -> [UInt8] {
-        magic + littleEndian(generation)
+        magic + littleEndian(generation) + endMark
     }
 
     static func encodeRecord(_ changes: [(TableKey, Item?)], generation: UInt64) -> [UInt8] {
@@ -119,10 +124,16 @@ enum WriteAheadLog {
         return withUnsafeBytes(of: length) { Array($0) } + littleEndian(generation) + checksum(payload, generation: generation) + payload
     }
 
+    /// A record as it is written: with the end mark after it.
+    static func encodeRecordWithEndMark(_ changes: [(TableKey, Item?)], generation: UInt64) -> [UInt8] {
+        encodeRecord(changes, generation: generation) + endMark
+    }
+
     /// Reads the log from `descriptor`, continuing from `cached` when it is the same file and
-    /// generation. The log ends at the first record not of its generation (one an earlier
-    /// generation left, or nothing yet) or torn (a crash mid-write, never acknowledged); a
-    /// damaged record with a record of the generation after it is corruption.
+    /// generation. The log ends at an end mark (or the end of the file), or at a record torn by a
+    /// crash mid-write (never acknowledged); anything else where a record or an end mark belongs
+    /// is damage: a whole record of another generation, or any bytes with a whole record of the
+    /// log's generation after them.
     static func read(_ descriptor: Int32, path: String, cached: State?) throws(TableError) -> State {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
@@ -150,12 +161,15 @@ enum WriteAheadLog {
         if isFirstFormat { return try readFirstFormatRecords(descriptor, path: path, state) }
         while state.validEnd + recordHeaderSize <= size {
             let head = try readRange(descriptor, path: path, from: state.validEnd, count: recordHeaderSize)
-            guard integer(head[4..<12]) == generation else { break }
+            if head.elementsEqual(endMark) { break }
+            let claimed = integer(head[4..<12])
             let end = state.validEnd + recordHeaderSize + Int(integer(head[0..<4]))
             let payload = end <= size ? try readRange(descriptor, path: path, from: state.validEnd + recordHeaderSize, count: end - state.validEnd - recordHeaderSize) : []
-            guard end <= size, Array(head[12..<20]) == checksum(payload, generation: generation) else {
-                if try recordFollows(descriptor, path: path, after: state.validEnd, size: size, generation: generation) {
-                    throw .corrupted("\(path): checksum mismatch in the record at byte \(state.validEnd)")
+            let whole = end <= size && Array(head[12..<20]) == checksum(payload, generation: claimed)
+            guard whole, claimed == generation else {
+                let damaged = whole ? true : try recordFollows(descriptor, path: path, after: state.validEnd, size: size, generation: generation)
+                if damaged {
+                    throw .corrupted("\(path): damaged record at byte \(state.validEnd) (generation \(generation))")
                 }
                 break
             }
