@@ -2,7 +2,6 @@ import CGlibcCompat
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Where secrets come from. Injected so tests can make ids reproducible; production uses the
 /// system's secure generator (getrandom(2) on Linux).
@@ -13,30 +12,15 @@ public protocol RandomSource: Sendable {
 public struct SystemRandomSource: RandomSource {
     public init() {}
 
-    /// Served from a pool that one getrandom(2) call fills: a sign-in asks for a dozen small
-    /// secrets, and SystemRandomNumberGenerator made one system call per eight bytes. Bytes
-    /// handed out are wiped from the pool.
+    /// One getrandom(2) call per request: SystemRandomNumberGenerator made one per eight bytes (a
+    /// sign-in's dozen small secrets cost 16 calls). No pool of bytes drawn ahead is kept: two
+    /// processes restored from one snapshot, or a fork, would hand out the same ones.
     public func bytes(_ count: Int) -> [UInt8] {
-        guard count <= SystemRandomSource.poolSize / 2 else { return SystemRandomSource.kernelBytes(count) }
-        return SystemRandomSource.pool.withLock { pool in
-            if pool.available.count < count { pool.available = SystemRandomSource.kernelBytes(SystemRandomSource.poolSize) }
-            let taken = Array(pool.available.suffix(count))
-            for index in (pool.available.count - count)..<pool.available.count { pool.available[index] = 0 }
-            pool.available.removeLast(count)
-            return taken
-        }
-    }
-
-    static let poolSize = 512
-    private static let pool = Mutex(Pool())
-    private struct Pool { var available: [UInt8] = [] }
-
-    /// `count` bytes straight from the kernel's generator (getrandom blocks only before it is
-    /// seeded, at boot; a signal may cut a call short).
-    static func kernelBytes(_ count: Int) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
+            // getrandom blocks only before the kernel's generator is seeded, at boot; a signal may
+            // cut a call short.
             let got = output.withUnsafeMutableBytes { buffer in
                 lambda_auth_getrandom(buffer.baseAddress! + filled, UInt(count - filled))
             }

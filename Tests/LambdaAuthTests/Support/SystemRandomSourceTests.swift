@@ -1,9 +1,8 @@
 @testable import LambdaAuth
 import Testing
 
-/// The system source serves small requests from a pool one getrandom(2) call fills, and large
-/// ones straight from the kernel: every request gets as many bytes as it asked for, and no two
-/// requests share bytes.
+/// The system source asks getrandom(2) once per request: every request gets as many bytes as it
+/// asked for, and no two requests share bytes.
 @Suite struct SystemRandomSourceTests {
     @Test func everyRequestGetsFreshBytesOfItsOwn() {
         let source = SystemRandomSource()
@@ -16,7 +15,7 @@ import Testing
             }
         }
         #expect(source.bytes(0).isEmpty)
-        // Across a pool refill: consecutive 16-byte draws never repeat and are not all zero.
+        // Consecutive 16-byte draws never repeat and are not all zero.
         let draws = (0..<200).map { _ in source.bytes(16) }
         #expect(Set(draws).count == draws.count)
         #expect(!draws.contains([UInt8](repeating: 0, count: 16)))
