@@ -101,6 +101,9 @@ import Testing
         ]
         #expect(configError(["AUTH_SIGNING_KEYS": P384.Signing.PrivateKey().pemRepresentation])
             == "AUTH_SIGNING_KEYS: key 1 of 1 is neither an RSA nor a P-256 private key")
+        // A PEM block whose END line names another label is not one (RFC 7468 §2).
+        #expect(configError(["AUTH_SIGNING_KEYS": Self.sec1PEM(ec).replacing("-----END EC PRIVATE KEY-----", with: "-----END PRIVATE KEY-----")])
+            == "AUTH_SIGNING_KEYS: key 1 of 1 is an EC key but not on P-256")
         #expect(rsa.pemRepresentation.hasPrefix("-----BEGIN RSA PRIVATE KEY-----"))
         #expect(rsa.pkcs8PEMRepresentation.hasPrefix("-----BEGIN PRIVATE KEY-----"))
         #expect(ec.pemRepresentation.hasPrefix("-----BEGIN PRIVATE KEY-----"))

@@ -89,7 +89,9 @@ public enum JWSSigningKey: Sendable {
             line[..<(line.lastIndex { !isSpace($0) }.map { $0 + 1 } ?? line.startIndex)]
         }
         while lines.last?.isEmpty == true { lines.removeLast() }
-        guard lines.count >= 2, lines.last?.starts(with: Array("-----END ".utf8)) == true,
+        // The END line names what the BEGIN line named.
+        guard lines.count >= 2, let begin = lines.first, let end = lines.last, begin.starts(with: Array("-----BEGIN ".utf8)),
+              end.elementsEqual(Array("-----END ".utf8) + begin.dropFirst("-----BEGIN ".utf8.count)),
               let der = Base64.decode(Array(lines.dropFirst().dropLast().joined()), table: Base64.standardTable, padded: true) else {
             return nil
         }
