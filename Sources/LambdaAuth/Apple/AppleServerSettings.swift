@@ -1,4 +1,5 @@
 import Crypto
+import LambdaAuthVerifier
 
 /// Sign in with Apple's back channel (contract section 8): the team's `.p8` key that signs the
 /// `client_secret`, Apple's token and revocation endpoints, and the key that seals Apple's
@@ -39,10 +40,7 @@ public struct AppleServerSettings: Sendable {
         guard let pem else {
             throw AuthConfiguration.configError("AUTH_APPLE_PRIVATE_KEY", "(or AUTH_APPLE_PRIVATE_KEY_FILE) is required with AUTH_APPLE_TEAM_ID and AUTH_APPLE_KEY_ID")
         }
-        let privateKey: P256.Signing.PrivateKey
-        do {
-            privateKey = try P256.Signing.PrivateKey(pemRepresentation: pem)
-        } catch {
+        guard let privateKey = PEM.p256PrivateKey(pem) else {
             throw AuthConfiguration.configError(keyVariable, "is not a PEM EC P-256 private key (Apple's .p8)")
         }
         guard let dataKeys else {

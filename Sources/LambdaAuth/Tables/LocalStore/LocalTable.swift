@@ -148,7 +148,8 @@ public final class LocalTable: Table, Sendable {
                 // One partition: the sort key alone orders it (no key tuple built per item).
                 var rows: [(sortKey: String, item: Item)] = []
                 for item in try reader.partition(condition.partitionKey, sortKey: condition.sortKey) {
-                    if let sortKey = item["SK"]?.stringValue, matches(sortKey) { rows.append((sortKey, item)) }
+                    // The reader kept only the items whose sort keys match.
+                    if let sortKey = item["SK"]?.stringValue { rows.append((sortKey, item)) }
                 }
                 rows.sort { $0.sortKey.utf8.lexicographicallyPrecedes($1.sortKey.utf8) }
                 if !request.scanIndexForward { rows.reverse() }

@@ -65,12 +65,12 @@ public enum JWSSigningKey: Sendable {
         case "-----BEGIN RSA PRIVATE KEY-----":
             self = try JWSSigningKey.rsa(pem: block)
         case "-----BEGIN EC PRIVATE KEY-----":
-            guard let key = JWSSigningKey.p256(pem: block) else {
+            guard let key = PEM.p256PrivateKey(block) else {
                 throw Unusable(description: "is an EC key but not on P-256")
             }
             self = .p256(key)
         case "-----BEGIN PRIVATE KEY-----":
-            if let key = JWSSigningKey.p256(pem: block) {
+            if let key = PEM.p256PrivateKey(block) {
                 self = .p256(key)
             } else {
                 self = try JWSSigningKey.rsa(pem: block, otherwise: "is neither an RSA nor a P-256 private key")
@@ -78,24 +78,6 @@ public enum JWSSigningKey: Sendable {
         default:
             throw Unusable(description: "is not an unencrypted PEM private key (RSA PRIVATE KEY, EC PRIVATE KEY or PRIVATE KEY)")
         }
-    }
-
-    /// A P-256 key in SEC 1 or PKCS#8 form. The PEM body is decoded here: swift-crypto's PEM
-    /// reader joins the lines through a generic String API whose first use cost every new process
-    /// some 200,000 instructions of runtime type look-ups (callgrind), a sixth of its start-up.
-    private static func p256(pem block: String) -> P256.Signing.PrivateKey? {
-        func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "\r") || byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        var lines = Array(block.utf8).split(separator: UInt8(ascii: "\n")).map { line in
-            line[..<(line.lastIndex { !isSpace($0) }.map { $0 + 1 } ?? line.startIndex)]
-        }
-        while lines.last?.isEmpty == true { lines.removeLast() }
-        // The END line names what the BEGIN line named.
-        guard lines.count >= 2, let begin = lines.first, let end = lines.last, begin.starts(with: Array("-----BEGIN ".utf8)),
-              end.elementsEqual(Array("-----END ".utf8) + begin.dropFirst("-----BEGIN ".utf8.count)),
-              let der = Base64.decode(Array(lines.dropFirst().dropLast().joined()), table: Base64.standardTable, padded: true) else {
-            return nil
-        }
-        return try? P256.Signing.PrivateKey(derRepresentation: der)
     }
 
     private static func rsa(pem block: String, otherwise: String = "is not an RSA private key") throws(Unusable) -> JWSSigningKey {
