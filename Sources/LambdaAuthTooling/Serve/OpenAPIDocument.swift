@@ -4,16 +4,21 @@ import LambdaAuth
 /// catalogue route with its request and response bodies (contract sections 3, 7, 9, 10, 11), the
 /// error body, and the bearer scheme on the routes the JWT authorizer guards. `Infra/openapi.json`
 /// is this text, committed (a test compares them); `authctl serve` answers it at `/openapi.json`.
-/// The dev identity provider's routes are serve's alone and not in it.
+/// The dev identity provider's routes are serve's alone and not in it; every other route the
+/// template deploys is (a test compares them with the translated template).
 public enum OpenAPIDocument {
     public static var text: String { document.prettyPrinted() + "\n" }
 
+    /// The template's routes to functions that are no handler of ours, by function: the example of
+    /// the app's own API behind the authorizer (inline Python there, answered by serve too).
+    public static let exampleRoutes: [String: HTTPRoute] = ["ExampleProtectedFunction": .get("/example/whoami", guarded: true)]
+
     public static var document: JSONValue {
         var paths: [String: [String: JSONValue]] = [:]
-        for entry in HandlerCatalogue.all {
-            for route in entry.routes {
-                paths[route.path, default: [:]][route.method.lowercased()] = operation(route, handler: entry.name)
-            }
+        let routes = HandlerCatalogue.all.flatMap { entry in entry.routes.map { (route: $0, function: entry.name) } }
+            + exampleRoutes.map { (route: $0.value, function: $0.key) }
+        for (route, function) in routes {
+            paths[route.path, default: [:]][route.method.lowercased()] = operation(route, handler: function)
         }
         return [
             "openapi": "3.1.0",
@@ -69,6 +74,8 @@ public enum OpenAPIDocument {
                                                     errorStatuses: ["401"]),
         "POST /auth/otp/start": Operation(summary: "Send a sign-in code by email", request: ref("OneTimeCodeStartRequest"),
                                           success: ("202", ref("OneTimeCodeSent")), errorStatuses: ["429", "502"]),
+        "GET /example/whoami": Operation(summary: "The template's example of the app's own API: the verified claims echoed",
+                                         request: nil, success: ("200", ref("WhoAmI")), errorStatuses: ["401"]),
         "POST /auth/passkey": Operation(summary: "Passkeys: registration and sign-in options, register, list, delete",
                                         request: ref("PasskeyRequest"), success: ("200", ref("PasskeyResponse")),
                                         errorStatuses: ["401", "404", "409", "429"]),
@@ -153,6 +160,10 @@ public enum OpenAPIDocument {
     static var namedSchemas: [String: JSONValue] {
         [
             "GatewayMessage": object(["message": string], required: ["message"]),
+            "WhoAmI": object(["userId": string, "sessionId": string,
+                              "appMetadata": ["type": "object", "description": "the app_metadata claim, parsed"],
+                              "claims": ["type": "object", "description": "every claim as API Gateway passes it (as strings)"]],
+                             required: ["userId", "sessionId", "appMetadata", "claims"]),
             "Device": object(["id": string, "name": string, "platform": string]),
             "SignInRequest": object([
                 "provider": ["type": "string", "description": "google, apple, a configured OpenID Connect provider's name, email or guest"],

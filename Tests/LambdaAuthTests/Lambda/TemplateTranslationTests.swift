@@ -14,7 +14,7 @@ import Testing
     /// `handler: METHOD path [guarded]` for every route of the catalogue, and the template's one
     /// route to a function that is no handler: the example of the app's own API.
     static let expectedRoutes = Set(HandlerCatalogue.all.flatMap { entry in entry.routes.map { "\(entry.name): \($0)" } })
-        .union(["ExampleProtectedFunction: GET /example/whoami guarded"])
+        .union(OpenAPIDocument.exampleRoutes.map { "\($0.key): \($0.value)" })
 
     /// What differs between the translated template's routes and `expectedRoutes`, both ways.
     static func routeMismatches(_ translated: JSONValue) -> [String] {
@@ -45,6 +45,16 @@ import Testing
         #expect(translated["authorizer"]?["issuer"] == "https://auth.example.test")
         #expect(translated["authorizer"]?["audiences"] == [.string(audience)])
         #expect(Self.routeMismatches(translated) == [])
+        // The API description describes every route the template deploys (contract section 16).
+        let deployed = Set((translated["routes"]?.arrayValue ?? []).compactMap { route -> String? in
+            guard let method = route["method"]?.stringValue, let path = route["path"]?.stringValue else { return nil }
+            return method.lowercased() + " " + path
+        })
+        let described = Set((OpenAPIDocument.document["paths"]?.objectValue ?? [:]).flatMap { path, operations in
+            (operations.objectValue ?? [:]).keys.map { $0 + " " + path }
+        })
+        #expect(!deployed.isEmpty)
+        #expect(deployed == described, "deployed, not described: \(deployed.subtracting(described).sorted()); described, not deployed: \(described.subtracting(deployed).sorted())")
         for handler in HandlerNames.all {
             let function = translated["functions"]?[handler]
             #expect(function?["environment"]?["AUTH_SIGNING_ALGORITHM"] == "RS256", "\(handler)")
