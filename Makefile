@@ -3,7 +3,7 @@ SWIFT ?= swift
 # Release binaries are the shipped ones: Swift runtime linked in, libm calls bound to versions
 # that glibc 2.34 (provided.al2023) has; no exported symbols and no PIE (half the page faults
 # before the first event, a smaller zip); optimised for size, linked by lld without unwind tables
-# and with identical functions folded (each zip under 6 MB); the C++ runtime and the unwinder
+# and with identical functions folded (each zip under 7 MB); the C++ runtime and the unwinder
 # linked in too and no RUNPATH, so that the loader maps only libc and libm (a cold process 1.5 ms
 # shorter). Source paths are written relative to the checkout (`-ffile-prefix-map`,
 # `-file-prefix-map`): BoringSSL's error records and assertions hold some 1,600 of them, so the
