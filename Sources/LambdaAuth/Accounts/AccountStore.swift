@@ -54,6 +54,14 @@ struct AccountStore: Sendable {
         /// A token of the current format whose item is gone (a generation that is no longer live,
         /// or one swept past its expiry), proven by its family's key: its session decides.
         case retired(RefreshTokenCredential, session: SessionRecord)
+
+        /// The token's user and session (its family), proven by its secret or its family's key.
+        var owner: (userID: String, sessionID: String) {
+            switch self {
+            case .item(let record, _): return (record.userID, record.familyID)
+            case .retired(let credential, _): return (credential.userID, credential.familyID)
+            }
+        }
     }
 
     /// Finds what a presented token names: by the key it carries (one GetItem; a second, of its

@@ -40,6 +40,15 @@ struct RefreshFlow: Sendable {
 
     func refresh(_ presented: String, logger: Logger) throws(AuthError) -> RefreshResult {
         let found = try store.findRefreshToken(presented: presented)
+        do {
+            return try refresh(found, logger: logger)
+        } catch {
+            // Reuse, a revoked or an expired token: the event line says whose (contract section 18).
+            throw error.about(userID: found.owner.userID, sessionID: found.owner.sessionID)
+        }
+    }
+
+    private func refresh(_ found: AccountStore.FoundRefreshToken, logger: Logger) throws(AuthError) -> RefreshResult {
         guard case .item(let first, let secret) = found else {
             if case .retired(let credential, let session) = found { throw try retired(credential, session: session, logger: logger) }
             throw AuthError(.refreshTokenNotFound, "the refresh token is not known")

@@ -8,6 +8,16 @@ struct Caller: Sendable {
     var user: UserView
     var userID: String { claims.userID }
     var sessionID: String { claims.sessionID }
+
+    /// Runs what a handler does for this caller: a refusal past the caller check names the caller
+    /// on the request's event line (a refused link, a session of another user).
+    func attributing<T>(_ work: () throws -> T) throws -> T {
+        do {
+            return try work()
+        } catch let error as AuthError {
+            throw error.about(userID: userID, sessionID: sessionID)
+        }
+    }
 }
 
 /// The one caller check of every handler that takes an access token. The session check reads the

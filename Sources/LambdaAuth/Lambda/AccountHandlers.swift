@@ -48,17 +48,18 @@ public struct LinkProviderHandler: RequestHandler {
         let body = RequestBody(request.body)
         let action = try LinkProviderHandler.action(of: request, body: body)
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
-        let user: UserView
-        switch action {
-        case .link:
-            let entry = try providers.entry(for: body)
-            guard let proven = try entry.prove(body, logger: context.logger) else {
-                throw AuthError(.unsupportedProvider, "provider \(entry.name) proves no identity to link")
+        let user = try caller.attributing { () throws -> UserView in
+            switch action {
+            case .link:
+                let entry = try providers.entry(for: body)
+                guard let proven = try entry.prove(body, logger: context.logger) else {
+                    throw AuthError(.unsupportedProvider, "provider \(entry.name) proves no identity to link")
+                }
+                return try flow.link(proven.identity, for: caller, logger: context.logger)
+            case .unlink:
+                let provider = try providers.identityProvider(named: try body.requiredString("provider", maximumBytes: 64))
+                return try flow.unlink(provider, for: caller, logger: context.logger)
             }
-            user = try flow.link(proven.identity, for: caller, logger: context.logger)
-        case .unlink:
-            let provider = try providers.identityProvider(named: try body.requiredString("provider", maximumBytes: 64))
-            user = try flow.unlink(provider, for: caller, logger: context.logger)
         }
         var response = InvocationResponse(body: ["user": user.json])
         // The caller's session is the one acted through; a guest's first identity makes it a user.

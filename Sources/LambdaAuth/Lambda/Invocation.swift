@@ -45,6 +45,9 @@ public struct InvocationResponse: Sendable {
     /// The request's security event when the handler knows it better than its answer tells
     /// (`SecurityEvent.of`): a link that upgraded a guest, the user a sign-out acted for.
     public var event: SecurityEvent?
+    /// A failure's `userId` and `sessionId`, where it knew them (`AuthError.about`): what the
+    /// event line says of a refused request beside its code.
+    public var failureSubject: [String: String] = [:]
 
     public init(status: Int = 200, body: JSONValue, headers: [String: String] = [:]) {
         self.status = status
@@ -57,6 +60,8 @@ public struct InvocationResponse: Sendable {
         self.body = error.body
         self.headers = [:]
         if let retryAfter = error.retryAfter { headers["retry-after"] = String(retryAfter) }
+        if let userID = error.userID { failureSubject["userId"] = userID }
+        if let sessionID = error.sessionID { failureSubject["sessionId"] = sessionID }
     }
 }
 

@@ -14,12 +14,13 @@ public struct PasskeyHandler: RequestHandler {
             throw AuthError(.invalidRequest, "action must be register-options, register, list, delete or login-options")
         }
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
-        let answer: JSONValue
-        switch action {
-        case "register-options": answer = try flow.registrationOptions(for: caller)
-        case "register": answer = try flow.register(body, for: caller, logger: context.logger)
-        case "list": answer = try flow.list(for: caller)
-        default: answer = try flow.delete(try body.requiredString("passkeyId", maximumBytes: 128), for: caller, logger: context.logger)
+        let answer = try caller.attributing { () throws -> JSONValue in
+            switch action {
+            case "register-options": return try flow.registrationOptions(for: caller)
+            case "register": return try flow.register(body, for: caller, logger: context.logger)
+            case "list": return try flow.list(for: caller)
+            default: return try flow.delete(try body.requiredString("passkeyId", maximumBytes: 128), for: caller, logger: context.logger)
+            }
         }
         var response = InvocationResponse(body: answer)
         response.event = SecurityEvent(SecurityEvent.successName(handler: "passkey", request: request, answer: answer),

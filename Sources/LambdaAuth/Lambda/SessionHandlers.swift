@@ -7,16 +7,18 @@ public struct SignOutHandler: RequestHandler {
         try request.requireMethod("POST")
         let body = RequestBody(request.body)
         let scope = try SignOutScope.parse(body.optionalString("scope", maximumBytes: 16, emptyIsAbsent: true))
-        let revoked: Int
+        let outcome: SignOutFlow.Outcome
         if let accessToken = try request.presentedCallerToken() {
-            revoked = try flow.signOut(accessToken: accessToken, scope: scope, logger: context.logger)
+            outcome = try flow.signOut(accessToken: accessToken, scope: scope, logger: context.logger)
         } else if !request.body.keys.contains("refreshToken") {
-            revoked = try flow.signOut(accessToken: try request.callerToken(), scope: scope, logger: context.logger)
+            outcome = try flow.signOut(accessToken: try request.callerToken(), scope: scope, logger: context.logger)
         } else {
             let refreshToken = try body.requiredString("refreshToken", maximumBytes: 1024)
-            revoked = try flow.signOut(refreshToken: refreshToken, scope: scope, logger: context.logger)
+            outcome = try flow.signOut(refreshToken: refreshToken, scope: scope, logger: context.logger)
         }
-        return InvocationResponse(body: ["revokedSessions": .number(Int64(revoked))])
+        var response = InvocationResponse(body: ["revokedSessions": .number(Int64(outcome.revokedSessions))])
+        response.event = SecurityEvent("signout", fields: ["userId": outcome.userID, "sessionId": outcome.sessionID])
+        return response
     }
 }
 
@@ -39,6 +41,10 @@ public struct SessionsHandler: RequestHandler {
             }
         }
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
+        return try caller.attributing { try answer(revoking: revoking, body: body, caller: caller, context: context) }
+    }
+
+    private func answer(revoking: Bool, body: RequestBody, caller: Caller, context: InvocationContext) throws -> InvocationResponse {
         guard revoking else {
             let sessions = try flow.list(for: caller)
             var response = InvocationResponse(body: ["sessions": .array(sessions.map(\.json))])
@@ -70,15 +76,17 @@ public struct DeleteAccountHandler: RequestHandler {
         try request.requireMethod("POST", "DELETE", hint: "use POST or DELETE")
         let body = RequestBody(request.body)
         let caller = try flow.authenticate(try request.callerToken(), logger: context.logger)
-        var proof: ProvenIdentity?
-        let presented = Self.proofFields.contains { body.fields[$0].map { $0 != .string("") && $0 != .null } ?? false }
-        if presented {
-            // The proof's own provider checks it: an ID token, an email-only user's fresh code.
-            proof = try providers.entry(for: body).prove(body, logger: context.logger)
+        return try caller.attributing {
+            var proof: ProvenIdentity?
+            let presented = Self.proofFields.contains { body.fields[$0].map { $0 != .string("") && $0 != .null } ?? false }
+            if presented {
+                // The proof's own provider checks it: an ID token, an email-only user's fresh code.
+                proof = try providers.entry(for: body).prove(body, logger: context.logger)
+            }
+            let interrupt = testMode && request.body["_testFault"] == "interrupt-deletion"
+            let userID = try flow.delete(for: caller, proof: proof, interruptAfterMark: interrupt, logger: context.logger)
+            return InvocationResponse(body: ["deleted": true, "userId": .string(userID)])
         }
-        let interrupt = testMode && request.body["_testFault"] == "interrupt-deletion"
-        let userID = try flow.delete(for: caller, proof: proof, interruptAfterMark: interrupt, logger: context.logger)
-        return InvocationResponse(body: ["deleted": true, "userId": .string(userID)])
     }
 }
 

@@ -28,7 +28,6 @@ public struct RequestReport: Sendable {
         var metadata: Logger.Metadata = ["event": .string(event.name), "status": .number(response.status),
                                          "durationMs": .decimal(milliseconds)]
         for (name, value) in event.fields { metadata[name] = .string(value) }
-        if let traceID = RequestReport.traceID { metadata["traceId"] = .string(traceID) }
         var logger = context.logger
         logger.logLevel = .trace
         logger.log(level: response.status >= 500 ? .error : response.status >= 400 ? .warning : .info,
@@ -38,12 +37,5 @@ public struct RequestReport: Sendable {
                                               outcome: SecurityEvent.outcome(of: response), milliseconds: milliseconds,
                                               at: SystemClock().now()))
         }
-    }
-
-    /// X-Ray's trace id of the invocation being served (the Runtime API loop exports it).
-    static var traceID: String? {
-        guard let value = getenv("_X_AMZN_TRACE_ID") else { return nil }
-        let text = String(cString: value)
-        return text.isEmpty ? nil : text
     }
 }

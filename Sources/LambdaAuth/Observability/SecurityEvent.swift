@@ -26,6 +26,7 @@ public struct SecurityEvent: Sendable, Equatable {
             default: event = SecurityEvent(handler.replacing("-", with: "_") + "_failed")
             }
             event.fields["code"] = code
+            event.fields.merge(response.failureSubject) { $1 }
         } else {
             event = SecurityEvent(successName(handler: handler, request: request, answer: answer))
             event.fields["userId"] = (answer["user"]?["id"] ?? answer["userId"])?.stringValue

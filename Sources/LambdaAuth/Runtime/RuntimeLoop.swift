@@ -89,7 +89,6 @@ public struct RuntimeLoop: Sendable {
         let logger = self.logger.with(requestID: invocation.requestID)
         exportTraceID(invocation.traceID)
         logger.debug("invocation started", metadata: [
-            "traceId": getenv("_X_AMZN_TRACE_ID").map { .string(String(cString: $0)) } ?? .null,
             "deadlineMs": invocation.deadlineMilliseconds.map { .number($0) } ?? .null,
         ])
         let startedAt = monotonicSeconds()

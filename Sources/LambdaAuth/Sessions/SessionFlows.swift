@@ -18,24 +18,44 @@ struct SignOutFlow: Sendable {
     let clock: any WallClock
     let retry: OptimisticRetry
 
-    func signOut(accessToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Int {
+    /// What a sign-out did, and for whom: the caller's user and session, which its event line names.
+    struct Outcome: Sendable {
+        var revokedSessions: Int
+        var userID: String
+        var sessionID: String
+    }
+
+    func signOut(accessToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Outcome {
         let claims = try tokens.verifyAccessToken(accessToken, logger: logger)
         return try signOut(userID: claims.userID, sessionID: claims.sessionID, scope: scope, logger: logger,
                            inactive: AuthError(.accessTokenInvalid, "the access token's session was signed out"))
     }
 
-    func signOut(refreshToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Int {
+    func signOut(refreshToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Outcome {
         let record = try store.refreshToken(presented: refreshToken)
         if scope != .session {
             // Acting on other sessions needs a token that could still refresh.
-            if record.status == .revoked { throw AuthError(.refreshTokenRevoked, "the refresh token was revoked") }
-            if record.expiresAt <= clock.nowSeconds { throw AuthError(.refreshTokenExpired, "the refresh token expired") }
+            if record.status == .revoked {
+                throw AuthError(.refreshTokenRevoked, "the refresh token was revoked").about(userID: record.userID, sessionID: record.familyID)
+            }
+            if record.expiresAt <= clock.nowSeconds {
+                throw AuthError(.refreshTokenExpired, "the refresh token expired").about(userID: record.userID, sessionID: record.familyID)
+            }
         }
         return try signOut(userID: record.userID, sessionID: record.familyID, scope: scope, logger: logger,
                            inactive: AuthError(.refreshTokenRevoked, "the refresh token was revoked"))
     }
 
-    private func signOut(userID: String, sessionID: String, scope: SignOutScope, logger: Logger, inactive: AuthError) throws(AuthError) -> Int {
+    private func signOut(userID: String, sessionID: String, scope: SignOutScope, logger: Logger, inactive: AuthError) throws(AuthError) -> Outcome {
+        do {
+            let revoked = try revokeSessions(userID: userID, sessionID: sessionID, scope: scope, logger: logger, inactive: inactive)
+            return Outcome(revokedSessions: revoked, userID: userID, sessionID: sessionID)
+        } catch {
+            throw error.about(userID: userID, sessionID: sessionID)
+        }
+    }
+
+    private func revokeSessions(userID: String, sessionID: String, scope: SignOutScope, logger: Logger, inactive: AuthError) throws(AuthError) -> Int {
         try retry.run("sign-out") { () throws(AuthError) -> Int? in
             guard let user = try store.user(userID), user.profile.admits(session: sessionID) else {
                 if scope == .session { return 0 }

@@ -40,10 +40,17 @@ public struct JSONLogHandler: LogHandler {
         object["timestamp"] = .string(stamp)
         object["level"] = .string(event.level.contractName)
         object["message"] = .string(event.message.description)
-        if case .string(let requestID)? = metadata[JSONLogHandler.requestIDKey] {
+        let requestID: String?
+        if case .string(let ownRequestID)? = metadata[JSONLogHandler.requestIDKey] {
+            requestID = ownRequestID
+        } else {
+            requestID = CurrentInvocation.requestID
+        }
+        if let requestID {
             object["requestId"] = .string(requestID)
-        } else if let requestID = CurrentInvocation.requestID {
-            object["requestId"] = .string(requestID)
+            // Every line of an invocation carries its trace, as Powertools' logger does, so that
+            // one X-Ray trace finds all of them, not only the event line.
+            if let traceID = CurrentInvocation.traceID { object["traceId"] = .string(traceID) }
         }
         sink(JSONValue.object(object).serialized())
     }
@@ -140,6 +147,15 @@ public enum CurrentInvocation {
     @TaskLocal private static var current: String?
 
     public static var requestID: String? { current }
+
+    /// X-Ray's trace id of the invocation being served: the Runtime API loop exports it as
+    /// `_X_AMZN_TRACE_ID` (Lambda's own name, which X-Ray's SDKs read) and clears it between
+    /// invocations, so it never names another invocation's trace.
+    public static var traceID: String? {
+        guard let value = getenv("_X_AMZN_TRACE_ID") else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
 
     /// Runs `body` with `requestID` as the current request.
     public static func serving<T, E: Error>(_ requestID: String, _ body: () throws(E) -> T) throws(E) -> T {

@@ -75,6 +75,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     /// RATE_LIMITED: seconds until the caller may try again (`retryAfter` in the body, and the
     /// `retry-after` header on HTTP events).
     public var retryAfter: Int64?
+    /// Who the failure concerned, where known (the presented refresh token's user and session, a
+    /// verified caller): for the request's event line only (contract section 18), never answered.
+    public var userID: String?
+    public var sessionID: String?
 
     public init(_ code: ErrorCode, _ message: String, detail: String? = nil, retryable: Bool? = nil) {
         self.code = code
@@ -84,6 +88,14 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     }
 
     public var status: Int { code.status }
+
+    /// The same failure, naming `userID` and `sessionID` where it did not name its own already.
+    public func about(userID: String?, sessionID: String?) -> AuthError {
+        var named = self
+        named.userID = self.userID ?? userID
+        named.sessionID = self.sessionID ?? sessionID
+        return named
+    }
     public var retryable: Bool { retryableOverride ?? code.isRetryable }
     public var description: String { "\(code.rawValue): \(message)" }
 

@@ -78,10 +78,35 @@ import Testing
         let limited = Self.event(world.run("signin", guest))
         #expect(limited["event"] == "rate_limited" && limited["code"] == "RATE_LIMITED" && limited["sourceIp"] == "203.0.113.61")
 
-        let signedOut = Self.event(world.run("signout", ["refreshToken": .string(next)]))
-        #expect(signedOut["event"] == "signout")
+        // A refused link names the verified caller (contract section 18: failures where known).
+        let stranger = world.signIn(token: world.googleToken(subject: "events-stranger"))
+        let strangerToken = try #require(stranger["tokens"]?["accessToken"]?.stringValue)
+        let refusedLink = Self.event(world.run("link-provider", ["provider": "google", "idToken": .string(world.googleToken(subject: "events-user")),
+                                                                 "accessToken": .string(strangerToken)]))
+        #expect(refusedLink["event"] == "link_provider_failed" && refusedLink["code"] == "IDENTITY_LINKED_TO_OTHER_USER")
+        #expect(refusedLink["userId"] == stranger["user"]?["id"] && refusedLink["sessionId"] == stranger["session"]?["id"], "\(refusedLink.serialized())")
+
+        // Reuse (the first token again, two rotations on: no grace retry), and the line says whose
+        // family it revoked.
+        let third = try #require(world.run("refresh", ["refreshToken": .string(next)]).responseBody?["tokens"]?["refreshToken"]?.stringValue)
+        secrets.append(third)
         let reused = Self.event(world.run("refresh", ["refreshToken": .string(refreshToken)]))
-        #expect(["refresh_reuse_detected", "refresh_failed"].contains(reused["event"]?.stringValue ?? ""), "\(reused.serialized())")
+        #expect(reused["event"] == "refresh_reuse_detected" && reused["code"] == "REFRESH_TOKEN_REUSED", "\(reused.serialized())")
+        #expect(reused["userId"] == .string(userID) && reused["sessionId"] == .string(sessionID), "\(reused.serialized())")
+        // A token of the revoked family: refused, and still named.
+        let revokedRefresh = Self.event(world.run("refresh", ["refreshToken": .string(third)]))
+        #expect(revokedRefresh["event"] == "refresh_failed" && revokedRefresh["code"] == "REFRESH_TOKEN_REVOKED", "\(revokedRefresh.serialized())")
+        #expect(revokedRefresh["userId"] == .string(userID) && revokedRefresh["sessionId"] == .string(sessionID))
+
+        // The sign-out names its caller, by access token and by refresh token alone.
+        let fourth = world.signIn(token: world.googleToken(subject: "events-user"))
+        let signedOut = Self.event(world.run("signout", ["refreshToken": .string(try #require(fourth["tokens"]?["refreshToken"]?.stringValue))]))
+        #expect(signedOut["event"] == "signout" && signedOut["userId"] == .string(userID) && signedOut["sessionId"] == fourth["session"]?["id"],
+                "\(signedOut.serialized())")
+        let fifth = world.signIn(token: world.googleToken(subject: "events-user"))
+        let signedOutByAccess = Self.event(world.run("signout", ["accessToken": .string(try #require(fifth["tokens"]?["accessToken"]?.stringValue))]))
+        #expect(signedOutByAccess["event"] == "signout" && signedOutByAccess["userId"] == .string(userID)
+                && signedOutByAccess["sessionId"] == fifth["session"]?["id"], "\(signedOutByAccess.serialized())")
 
         let other = world.signIn(token: world.googleToken(subject: "events-deleted", email: "deleted@example.com"))
         let otherToken = try #require(other["tokens"]?["accessToken"]?.stringValue)
@@ -123,6 +148,10 @@ import Testing
             == SecurityEvent("guest_upgraded", fields: ["userId": "u-1", "provider": "google"]))
         let reused = InvocationResponse(error: AuthError(.refreshTokenReused, "reused"))
         #expect(SecurityEvent.of(handler: "refresh", request: nil, response: reused) == SecurityEvent("refresh_reuse_detected", fields: ["code": "REFRESH_TOKEN_REUSED"]))
+        let named = InvocationResponse(error: AuthError(.refreshTokenReused, "reused").about(userID: "u-1", sessionID: "s-1"))
+        #expect(SecurityEvent.of(handler: "refresh", request: nil, response: named)
+            == SecurityEvent("refresh_reuse_detected", fields: ["code": "REFRESH_TOKEN_REUSED", "userId": "u-1", "sessionId": "s-1"]))
+        #expect(named.body["error"]?["userId"] == nil && !named.body.serialized().contains("u-1"), "the subject is for the log, never answered")
         #expect(SecurityEvent.outcome(of: reused) == "REFRESH_TOKEN_REUSED" && SecurityEvent.outcome(of: ok) == "ok")
         #expect(SecurityEvent.of(handler: "otp-start", request: nil, response: InvocationResponse(status: 202, body: ["sent": true])).name == "code_sent")
         #expect(SecurityEvent.of(handler: "apple-notifications", request: nil, response: InvocationResponse(body: ["handled": "consent-revoked"]))

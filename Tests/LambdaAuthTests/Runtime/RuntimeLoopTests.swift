@@ -74,8 +74,8 @@ import Glibc
         let output = try #require(process.wait(timeout: 10))
         #expect(output.signal == SIGTERM, "the process ended by itself instead of by our signal")
 
-        // Every log line of an invocation carries that invocation's Lambda request id, and the
-        // trace id was exported for it.
+        // Every log line of an invocation carries that invocation's Lambda request id and its
+        // trace id (not only the event line: a trace finds all of them).
         let lines = output.stderrText.split(separator: "\n").map { try? JSONValue.parse(String($0)) }
         #expect(!lines.contains { $0 == nil }, "a log line is not JSON")
         let known = Set(requestIDs)
@@ -86,9 +86,7 @@ import Glibc
                 continue
             }
             seen.insert(requestID)
-            if entry["message"] == "invocation started" {
-                #expect(entry["traceId"]?.stringValue == traceIDs[requestID])
-            }
+            #expect(entry["traceId"]?.stringValue == traceIDs[requestID], "\(entry.serialized())")
         }
         #expect(seen == known, "invocations without a log line: \(known.subtracting(seen).sorted())")
         #expect(!output.stderrText.contains("unknown-refresh-token"), "a refresh token reached the log")
