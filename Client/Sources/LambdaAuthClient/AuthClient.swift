@@ -27,8 +27,22 @@ public actor AuthClient {
     private var refreshing: Task<StoredSession, any Error>?
 
     /// How long before its expiry an access token counts as expired (a request made with it must
-    /// still reach the API in time).
+    /// still reach the API in time), for tokens that live four times as long or longer; a
+    /// shorter-lived token keeps a quarter of its lifetime in reserve instead (`refreshMargin`).
     public static let minimumValidity: TimeInterval = 60
+
+    /// The reserve for a token of `lifetime` seconds. A fixed 60 s would call every token of the
+    /// server's shortest lifetime (`AUTH_ACCESS_TOKEN_TTL=60`) too old the moment it is issued:
+    /// every call would refresh, and none would work offline.
+    static func refreshMargin(lifetime: TimeInterval?) -> TimeInterval {
+        guard let lifetime, lifetime > 0 else { return minimumValidity }
+        return min(minimumValidity, lifetime / 4)
+    }
+
+    /// Whether `session`'s access token has more than its reserve left.
+    private func isFresh(_ session: StoredSession) -> Bool {
+        session.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.refreshMargin(lifetime: session.accessTokenLifetime)
+    }
 
     public init(baseURL: URL, storage: any SessionStorage = InMemorySessionStorage(), retryPolicy: RetryPolicy = RetryPolicy(),
                 urlSession: URLSession = URLSession(configuration: .ephemeral), now: @escaping @Sendable () -> Date = Date.init) {
@@ -120,10 +134,11 @@ public actor AuthClient {
 
     // MARK: tokens
 
-    /// An access token valid for at least `minimumValidity` more seconds, refreshed when needed.
+    /// An access token valid for at least `minimumValidity` more seconds (a quarter of its
+    /// lifetime when that is shorter), refreshed when needed.
     public func validAccessToken() async throws(AuthClientError) -> String {
         guard let current else { throw .notSignedIn }
-        if current.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.minimumValidity { return current.accessToken }
+        if isFresh(current) { return current.accessToken }
         return try await refreshed().accessToken
     }
 
@@ -187,7 +202,7 @@ public actor AuthClient {
         if latest != current {
             // Another process refreshed while this one waited: its token is the live one.
             current = latest
-            if latest.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.minimumValidity { return latest }
+            if isFresh(latest) { return latest }
         }
         var answer: JSON = .null
         for attempt in 0..<retryPolicy.attempts {
@@ -316,7 +331,7 @@ public actor AuthClient {
         let credentials = answer["credentials"] == nil ? nil : try answer.decoded(AWSCredentials.self, at: "credentials")
         let issued = now()
         return StoredSession(user: user, sessionID: sessionID, accessToken: accessToken,
-                             accessTokenExpiresAt: issued.addingTimeInterval(expiresIn), refreshToken: refreshToken,
+                             accessTokenExpiresAt: issued.addingTimeInterval(expiresIn), accessTokenLifetime: expiresIn, refreshToken: refreshToken,
                              refreshTokenExpiresAt: issued.addingTimeInterval(refreshExpiresIn), credentials: credentials)
     }
 
