@@ -15,9 +15,12 @@ import FoundationNetworking
 /// try await auth.authorize(&request)
 /// ```
 public actor AuthClient {
-    /// `signedIn(user)` or `signedOut` first (from storage), then every change.
-    public nonisolated let states: AsyncStream<AuthState>
-    private let continuation: AsyncStream<AuthState>.Continuation
+    /// A new stream at each access, for one observer: where things stand first (`signedIn(user)`
+    /// or `signedOut`), then every change. Each observer gets every state, so take one stream per
+    /// loop (two loops reading one stream would split its states between them). A stream ends
+    /// when its loop stops or the client is gone.
+    public nonisolated var states: AsyncStream<AuthState> { broadcaster.subscribe() }
+    private let broadcaster: StateBroadcaster
     private let transport: Transport
     private let storage: any SessionStorage
     private let retryPolicy: RetryPolicy
@@ -52,11 +55,13 @@ public actor AuthClient {
         self.now = now
         let stored = try? storage.load()
         current = stored
-        (states, continuation) = AsyncStream.makeStream(of: AuthState.self)
-        continuation.yield(stored.map { .signedIn($0.user) } ?? .signedOut)
+        broadcaster = StateBroadcaster(stored.map { .signedIn($0.user) } ?? .signedOut)
     }
 
-    deinit { continuation.finish() }
+    deinit { broadcaster.finish() }
+
+    /// How many `states` streams are being read (tests).
+    nonisolated var observerCount: Int { broadcaster.observerCount }
 
     // MARK: the signed-in user
 
@@ -128,7 +133,7 @@ public actor AuthClient {
         let answer = try await transport.send("POST", "/auth/signin", body: body)
         let session = try session(from: answer)
         try keep(session)
-        continuation.yield(.signedIn(session.user))
+        broadcaster.publish(.signedIn(session.user))
         return session.user
     }
 
@@ -221,8 +226,8 @@ public actor AuthClient {
         // nothing, and one before it leaves the replaced token, which within the server's grace
         // period answers this same live token again.
         try keep(next)
-        continuation.yield(.tokenRefreshed)
-        if next.user != latest.user { continuation.yield(.userUpdated(next.user)) }
+        broadcaster.publish(.tokenRefreshed)
+        if next.user != latest.user { broadcaster.publish(.userUpdated(next.user)) }
         return next
     }
 
@@ -314,7 +319,7 @@ public actor AuthClient {
         if var session = current, session.user != user {
             session.user = user
             try keep(session)
-            continuation.yield(.userUpdated(user))
+            broadcaster.publish(.userUpdated(user))
         }
         return user
     }
@@ -348,6 +353,6 @@ public actor AuthClient {
         let wasSignedIn = current != nil
         current = nil
         try? storage.save(nil)
-        if wasSignedIn { continuation.yield(.signedOut) }
+        if wasSignedIn { broadcaster.publish(.signedOut) }
     }
 }

@@ -29,4 +29,60 @@ import Testing
         #expect(try await auth.validAccessToken() != signedIn, "10 s left: within the reserve")
         #expect(server.events("refresh") == 1)
     }
+
+    /// Two screens watching one client: each sees every state, `signedOut` included, and one that
+    /// starts watching later sees where things stand first.
+    @Test func everyObserverSeesEveryState() async throws {
+        let session = SessionStorageTests.session()
+        // Nothing listens on port 1: signing out is local whatever the server answers.
+        let auth = AuthClient(baseURL: URL(string: "http://127.0.0.1:1")!, storage: InMemorySessionStorage(session),
+                              retryPolicy: RetryPolicy(attempts: 1))
+        let screen = Observer(auth.states), badge = Observer(auth.states)
+        #expect(await screen.states(count: 1) == [.signedIn(session.user)])
+        await #expect(throws: AuthClientError.self) { try await auth.signOut() }
+        #expect(await screen.states(count: 2) == [.signedIn(session.user), .signedOut])
+        #expect(await badge.states(count: 2) == [.signedIn(session.user), .signedOut])
+        #expect(await Observer(auth.states).states(count: 1) == [.signedOut])
+
+        // A loop that stops, or a stream never read, is forgotten: no state piles up for it.
+        let reading = auth.observerCount
+        _ = auth.states
+        #expect(auth.observerCount == reading)
+        let loop = Task { for await _ in auth.states {} }
+        #expect(await Self.eventually { auth.observerCount == reading + 1 })
+        loop.cancel()
+        #expect(await Self.eventually { auth.observerCount == reading })
+    }
+
+    /// Whether `condition` holds within 5 s.
+    static func eventually(_ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while !condition() {
+            guard Date() < deadline else { return false }
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+        return true
+    }
+}
+
+/// Everything one observer of `states` saw.
+final class Observer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [AuthState] = []
+
+    init(_ stream: AsyncStream<AuthState>) {
+        Task { for await state in stream { self.record(state) } }
+    }
+
+    private func record(_ state: AuthState) { lock.withLock { seen.append(state) } }
+
+    /// What it saw once it saw `count` states, or after 5 s (a stream that splits its values
+    /// would otherwise leave the test waiting for ever).
+    func states(count: Int) async -> [AuthState] {
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, lock.withLock({ seen.count }) < count {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+        return lock.withLock { seen }
+    }
 }
