@@ -132,7 +132,7 @@ public actor AuthClient {
         }
         let answer = try await transport.send("POST", "/auth/signin", body: body)
         let session = try session(from: answer)
-        try keep(session)
+        try await takingTurns { try await self.keep(session) }
         broadcaster.publish(.signedIn(session.user))
         return session.user
     }
@@ -189,7 +189,7 @@ public actor AuthClient {
 
     /// One refresh at a time among every client of the storage (processes too).
     private func refreshTakingTurns() async throws -> StoredSession {
-        try await storage.exclusively { try await self.refreshHoldingTheStorage() }
+        try await takingTurns { try await self.refreshHoldingTheStorage() }
     }
 
     private func refreshHoldingTheStorage() async throws(AuthClientError) -> StoredSession {
@@ -258,11 +258,24 @@ public actor AuthClient {
     /// "Sign out" is signed out on this device). Returns how many sessions the server ended.
     @discardableResult
     public func signOut(scope: SignOutScope = .session) async throws(AuthClientError) -> Int {
-        guard let current else { return 0 }
+        guard current != nil else { return 0 }
+        do {
+            return try await takingTurns { try await self.signOutHoldingTheStorage(scope: scope) }
+        } catch {
+            forget(clearingStorage: false)
+            throw error
+        }
+    }
+
+    private func signOutHoldingTheStorage(scope: SignOutScope) async throws(AuthClientError) -> Int {
+        // The refresh token stored now: another client of the storage may have rotated the one
+        // this client loaded, and the server would take a replaced token for a stolen one.
+        let stored = (try? storage.load()) ?? nil
+        guard let session = stored?.sessionID == current?.sessionID ? stored : current else { return 0 }
         defer { forget() }
         // The refresh token alone: it works even when the access token has expired.
         let answer = try await transport.send("POST", "/auth/signout",
-                                              body: ["refreshToken": .string(current.refreshToken), "scope": .string(scope.rawValue)])
+                                              body: ["refreshToken": .string(session.refreshToken), "scope": .string(scope.rawValue)])
         if case .number(let count)? = answer["revokedSessions"] { return Int(count) }
         return 0
     }
@@ -272,7 +285,11 @@ public actor AuthClient {
     /// `["provider": "google", "idToken": .string(token)]`.
     public func deleteAccount(proof: [String: JSON]? = nil) async throws(AuthClientError) {
         _ = try await callerRequest("DELETE", "/auth/account", body: proof ?? [:])
-        forget()
+        do {
+            try await takingTurns { await self.forget() }
+        } catch {
+            forget(clearingStorage: false)
+        }
     }
 
     /// Registration options for a new passkey of the signed-in user, for the platform's sheet.
@@ -316,12 +333,24 @@ public actor AuthClient {
 
     private func updateUser(_ answer: JSON) async throws(AuthClientError) -> User {
         let user = try answer.decoded(User.self, at: "user")
-        if var session = current, session.user != user {
-            session.user = user
-            try keep(session)
-            broadcaster.publish(.userUpdated(user))
-        }
+        try await takingTurns { try await self.updateUserHoldingTheStorage(user) }
         return user
+    }
+
+    private func updateUserHoldingTheStorage(_ user: User) throws(AuthClientError) {
+        let stored: StoredSession?
+        do {
+            stored = try storage.load()
+        } catch {
+            throw .storage(error)
+        }
+        // The session as stored now, not `current`: writing `current` back would put a refresh
+        // token that another client of the storage has since rotated in place of its new one.
+        // Nothing stored, or another session: signed out or in again elsewhere, nothing to update.
+        guard var session = stored, session.sessionID == current?.sessionID, session.user != user else { return }
+        session.user = user
+        try keep(session)
+        broadcaster.publish(.userUpdated(user))
     }
 
     // MARK: state
@@ -340,6 +369,20 @@ public actor AuthClient {
                              refreshTokenExpiresAt: issued.addingTimeInterval(refreshExpiresIn), credentials: credentials)
     }
 
+    /// Runs `body` in this client's turn at the storage. Every write takes its turn, not only a
+    /// refresh's: a sign-in, link or sign-out written between another client's load and save
+    /// (an app and its widget sharing one file) would undo that client's rotation, or be undone.
+    private func takingTurns<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(AuthClientError) -> T {
+        do {
+            return try await storage.exclusively(body)
+        } catch let error as AuthClientError {
+            throw error
+        } catch {
+            throw .storage(error)
+        }
+    }
+
+    /// Only in the storage's turn (`takingTurns`).
     private func keep(_ session: StoredSession) throws(AuthClientError) {
         do {
             try storage.save(session)
@@ -349,10 +392,12 @@ public actor AuthClient {
         current = session
     }
 
-    private func forget() {
+    /// Only in the storage's turn, unless `clearingStorage` is false: the turn could not be had
+    /// (its lock failed), and the user who asked to be signed out is, here at least.
+    private func forget(clearingStorage: Bool = true) {
         let wasSignedIn = current != nil
         current = nil
-        try? storage.save(nil)
+        if clearingStorage { try? storage.save(nil) }
         if wasSignedIn { broadcaster.publish(.signedOut) }
     }
 }

@@ -63,6 +63,63 @@ import Testing
         }
         return true
     }
+
+    /// An app and its widget in one process, each with a FileSessionStorage of the same file:
+    /// their saves must not write one temporary file together.
+    @Test func concurrentSavesToOneFileNeverCollide() throws {
+        let directory = SessionStorageTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let storages = [FileSessionStorage(path: directory + "/session.json"), FileSessionStorage(path: directory + "/session.json")]
+        let failures = Counter()
+        DispatchQueue.concurrentPerform(iterations: 8) { writer in
+            for round in 0..<50 {
+                do {
+                    try storages[writer % 2].save(SessionStorageTests.session("rt-\(writer)-\(round)"))
+                } catch {
+                    _ = failures.enter()
+                }
+            }
+        }
+        #expect(failures.entries == 0)
+        #expect(try storages[0].load()?.refreshToken.hasPrefix("rt-") == true, "a whole session, not two mixed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp") }.isEmpty)
+    }
+
+    /// Every write of the client (sign-in, link, unlink, refresh, sign-out, deletion) waits for
+    /// its turn, as a refresh does: between two clients of one file, a write out of turn can undo
+    /// the other's rotation.
+    @Test func theClientWritesOnlyInItsTurn() async throws {
+        let server = try LocalServer()
+        let storage = TurnCheckingStorage()
+        let auth = ServeLifeCycleTests.client(server, storage: storage)
+        try await auth.signIn(provider: "google", idToken: try await server.idToken("google", subject: "in-turn"))
+        try await auth.link(provider: "apple", idToken: try await server.idToken("apple", subject: "000123.in.turn"))
+        try await auth.unlink(provider: "apple")
+        try await auth.refresh()
+        try await auth.signOut()
+        try await auth.signIn(provider: "google", idToken: try await server.idToken("google", subject: "in-turn"))
+        try await auth.deleteAccount()
+        #expect(storage.saves >= 7 && storage.savesOutOfTurn == 0, "\(storage.savesOutOfTurn) of \(storage.saves) saves out of turn")
+    }
+
+    /// An app and its widget on one file, the widget refreshing behind the app's back (no grace
+    /// period at the server): the app's link and sign-out use the token stored now, not the
+    /// replaced one it loaded, which the server would take for a stolen one.
+    @Test func aWriteKeepsTheTokenAnotherClientRotated() async throws {
+        let server = try LocalServer(environment: ["AUTH_REFRESH_GRACE": "0"])
+        let directory = SessionStorageTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let app = ServeLifeCycleTests.client(server, storage: FileSessionStorage(path: directory + "/session.json"))
+        try await app.signIn(provider: "google", idToken: try await server.idToken("google", subject: "two-writers"))
+        let widget = ServeLifeCycleTests.client(server, storage: FileSessionStorage(path: directory + "/session.json"))
+        try await widget.refresh()
+        try await app.link(provider: "apple", idToken: try await server.idToken("apple", subject: "000123.two.writers"))
+        try await app.refresh()
+        try await widget.refresh()
+        try await widget.refresh()
+        #expect(try await app.signOut() == 1)
+        #expect(server.events("refresh_reuse_detected") == 0, "\(server.log(tail: 1500))")
+    }
 }
 
 /// Everything one observer of `states` saw.
@@ -84,5 +141,35 @@ final class Observer: @unchecked Sendable {
             try? await Task.sleep(nanoseconds: 10_000_000)
         }
         return lock.withLock { seen }
+    }
+}
+
+/// In memory, one holder at a time as a file's lock allows, and counting the saves made while no
+/// one holds it.
+final class TurnCheckingStorage: SessionStorage, @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: StoredSession?
+    private var held = false
+    private var counts = (saves: 0, outOfTurn: 0)
+
+    var saves: Int { lock.withLock { counts.saves } }
+    var savesOutOfTurn: Int { lock.withLock { counts.outOfTurn } }
+
+    func load() throws -> StoredSession? { lock.withLock { stored } }
+
+    func save(_ session: StoredSession?) throws {
+        lock.withLock {
+            counts.saves += 1
+            if !held { counts.outOfTurn += 1 }
+            stored = session
+        }
+    }
+
+    func exclusively<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        while !lock.withLock({ held ? false : { held = true; return true }() }) {
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
+        defer { lock.withLock { held = false } }
+        return try await body()
     }
 }
