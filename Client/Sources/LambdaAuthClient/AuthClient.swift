@@ -324,10 +324,13 @@ public actor AuthClient {
         do {
             return try await transport.send(method, path, body: body, bearer: token)
         } catch where error.code == "ACCESS_TOKEN_INVALID" {
-            // Signed out elsewhere (another device's global sign-out, a reuse detection): the
-            // next refresh says so for sure, and signs this client out if it is over.
-            _ = try await refreshed()
-            throw error
+            // Refused though the client holds it valid: signed out elsewhere (another device's
+            // global sign-out, a reuse detection), or a token the server no longer takes (its key
+            // rotated, a clock far off). A refresh tells which: it throws and signs this client out
+            // when the session is over; otherwise the call is made once more, with the new token
+            // (the refused one did nothing at the server), and its answer is the app's.
+            let fresh = try await refreshed()
+            return try await transport.send(method, path, body: body, bearer: fresh.accessToken)
         }
     }
 

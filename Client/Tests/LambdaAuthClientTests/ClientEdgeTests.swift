@@ -120,6 +120,29 @@ import Testing
         #expect(try await app.signOut() == 1)
         #expect(server.events("refresh_reuse_detected") == 0, "\(server.log(tail: 1500))")
     }
+
+    /// An access token the server refuses though the client holds it valid (the server's key
+    /// rotated, a clock far off): one refresh, then the call again, and the app sees its answer.
+    @Test func aRefusedAccessTokenIsRefreshedAndTheCallMadeAgain() async throws {
+        let server = try LocalServer()
+        let auth = ServeLifeCycleTests.client(server)
+        try await auth.signIn(provider: "google", idToken: try await server.idToken("google", subject: "refused"))
+        var session = try #require(await auth.storedSession)
+        let signed = try #require(session.accessToken.lastIndex(of: "."))
+        session.accessToken = session.accessToken[..<signed] + ".AAAA"
+        let refused = ServeLifeCycleTests.client(server, storage: InMemorySessionStorage(session))
+        #expect(try await refused.sessions().map(\.id) == [session.sessionID])
+        #expect(server.events("refresh") == 1)
+        #expect(await refused.storedSession?.accessToken != session.accessToken)
+
+        // A session that is over: the refresh says so, and the call is not made again.
+        let other = ServeLifeCycleTests.client(server)
+        try await other.signIn(provider: "google", idToken: try await server.idToken("google", subject: "refused"))
+        try await refused.revokeSession(id: try #require(await other.storedSession?.sessionID))
+        let ended = await #expect(throws: AuthClientError.self) { try await other.sessions() }
+        #expect(ended?.code == "REFRESH_TOKEN_REVOKED")
+        #expect(await !other.isSignedIn)
+    }
 }
 
 /// Everything one observer of `states` saw.
