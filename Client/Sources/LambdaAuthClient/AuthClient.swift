@@ -76,6 +76,10 @@ public actor AuthClient {
     var storedSession: StoredSession? { current }
 
     // MARK: signing in
+    //
+    // Each sign-in made while signed in replaces the session: once the new one is open, the old
+    // one is ended at the server (best effort) and `states` goes from `signedIn(old user)` to
+    // `signedIn(new user)` with no `signedOut` between. A sign-in that fails changes nothing.
 
     /// An ID token of Google, Apple or a configured OpenID Connect provider. Apple: its
     /// `authorizationCode` (kept by the server to revoke at deletion) and the name Apple gives the
@@ -132,9 +136,28 @@ public actor AuthClient {
         }
         let answer = try await transport.send("POST", "/auth/signin", body: body)
         let session = try session(from: answer)
-        try await takingTurns { try await self.keep(session) }
+        try await takingTurns { try await self.replaceHoldingTheStorage(with: session) }
         broadcaster.publish(.signedIn(session.user))
         return session.user
+    }
+
+    /// Ends the session a new sign-in replaces at the server, then keeps the new one. Left alone,
+    /// the replaced session would live on at the server, its refresh token good, until it expired
+    /// or was evicted. Only once the new sign-in succeeded: one that fails replaces nothing.
+    private func replaceHoldingTheStorage(with session: StoredSession) async throws(AuthClientError) {
+        // As stored now (another client of the storage may have rotated its refresh token);
+        // nothing stored means signed out already.
+        let replaced: StoredSession?
+        do {
+            replaced = try storage.load()
+        } catch {
+            replaced = current
+        }
+        if let replaced, replaced.sessionID != session.sessionID {
+            // Best effort: the user asked for the new session, and has it whatever this answers.
+            _ = try? await endAtServer(replaced, scope: .session)
+        }
+        try keep(session)
     }
 
     // MARK: tokens
@@ -273,6 +296,11 @@ public actor AuthClient {
         let stored = (try? storage.load()) ?? nil
         guard let session = stored?.sessionID == current?.sessionID ? stored : current else { return 0 }
         defer { forget() }
+        return try await endAtServer(session, scope: scope)
+    }
+
+    /// Returns how many sessions the server ended.
+    private func endAtServer(_ session: StoredSession, scope: SignOutScope) async throws(AuthClientError) -> Int {
         // The refresh token alone: it works even when the access token has expired.
         let answer = try await transport.send("POST", "/auth/signout",
                                               body: ["refreshToken": .string(session.refreshToken), "scope": .string(scope.rawValue)])

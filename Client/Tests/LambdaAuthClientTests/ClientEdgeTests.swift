@@ -143,6 +143,29 @@ import Testing
         #expect(ended?.code == "REFRESH_TOKEN_REVOKED")
         #expect(await !other.isSignedIn)
     }
+
+    /// Signing in while signed in ends the replaced session at the server (it would otherwise
+    /// stay alive, its refresh token usable, until it expired or was evicted).
+    @Test func signingInAgainEndsTheSessionItReplaces() async throws {
+        let server = try LocalServer()
+        let auth = ServeLifeCycleTests.client(server)
+        let watcher = Observer(auth.states)
+        let first = try await auth.signIn(provider: "google", idToken: try await server.idToken("google", subject: "switcher"))
+        let replaced = try #require(await auth.storedSession)
+        let second = try await auth.signIn(provider: "google", idToken: try await server.idToken("google", subject: "switcher"))
+        let current = try #require(await auth.storedSession)
+        #expect(try await auth.sessions().map(\.id) == [current.sessionID])
+        let reused = await #expect(throws: AuthClientError.self) {
+            _ = try await server.request("POST", "/auth/refresh", body: ["refreshToken": .string(replaced.refreshToken)])
+        }
+        #expect(reused?.code == "REFRESH_TOKEN_REVOKED")
+        #expect(await watcher.states(count: 3) == [.signedOut, .signedIn(first), .signedIn(second)], "no signedOut between the two")
+
+        // A sign-in that fails replaces nothing: the session goes on.
+        await #expect(throws: AuthClientError.self) { try await auth.signIn(provider: "google", idToken: "not.a.token") }
+        #expect(await auth.storedSession == current)
+        #expect(try await auth.sessions().map(\.id) == [current.sessionID])
+    }
 }
 
 /// Everything one observer of `states` saw.
