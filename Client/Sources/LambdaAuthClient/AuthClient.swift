@@ -15,9 +15,12 @@ import FoundationNetworking
 /// try await auth.authorize(&request)
 /// ```
 public actor AuthClient {
-    /// `signedIn(user)` or `signedOut` first (from storage), then every change.
-    public nonisolated let states: AsyncStream<AuthState>
-    private let continuation: AsyncStream<AuthState>.Continuation
+    /// A new stream at each access, for one observer: where things stand first (`signedIn(user)`
+    /// or `signedOut`), then every change. Each observer gets every state, so take one stream per
+    /// loop (two loops reading one stream would split its states between them). A stream ends
+    /// when its loop stops or the client is gone.
+    public nonisolated var states: AsyncStream<AuthState> { broadcaster.subscribe() }
+    private let broadcaster: StateBroadcaster
     private let transport: Transport
     private let storage: any SessionStorage
     private let retryPolicy: RetryPolicy
@@ -27,8 +30,22 @@ public actor AuthClient {
     private var refreshing: Task<StoredSession, any Error>?
 
     /// How long before its expiry an access token counts as expired (a request made with it must
-    /// still reach the API in time).
+    /// still reach the API in time), for tokens that live four times as long or longer; a
+    /// shorter-lived token keeps a quarter of its lifetime in reserve instead (`refreshMargin`).
     public static let minimumValidity: TimeInterval = 60
+
+    /// The reserve for a token of `lifetime` seconds. A fixed 60 s would call every token of the
+    /// server's shortest lifetime (`AUTH_ACCESS_TOKEN_TTL=60`) too old the moment it is issued:
+    /// every call would refresh, and none would work offline.
+    static func refreshMargin(lifetime: TimeInterval?) -> TimeInterval {
+        guard let lifetime, lifetime > 0 else { return minimumValidity }
+        return min(minimumValidity, lifetime / 4)
+    }
+
+    /// Whether `session`'s access token has more than its reserve left.
+    private func isFresh(_ session: StoredSession) -> Bool {
+        session.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.refreshMargin(lifetime: session.accessTokenLifetime)
+    }
 
     public init(baseURL: URL, storage: any SessionStorage = InMemorySessionStorage(), retryPolicy: RetryPolicy = RetryPolicy(),
                 urlSession: URLSession = URLSession(configuration: .ephemeral), now: @escaping @Sendable () -> Date = Date.init) {
@@ -38,11 +55,13 @@ public actor AuthClient {
         self.now = now
         let stored = try? storage.load()
         current = stored
-        (states, continuation) = AsyncStream.makeStream(of: AuthState.self)
-        continuation.yield(stored.map { .signedIn($0.user) } ?? .signedOut)
+        broadcaster = StateBroadcaster(stored.map { .signedIn($0.user) } ?? .signedOut)
     }
 
-    deinit { continuation.finish() }
+    deinit { broadcaster.finish() }
+
+    /// How many `states` streams are being read (tests).
+    nonisolated var observerCount: Int { broadcaster.observerCount }
 
     // MARK: the signed-in user
 
@@ -57,6 +76,10 @@ public actor AuthClient {
     var storedSession: StoredSession? { current }
 
     // MARK: signing in
+    //
+    // Each sign-in made while signed in replaces the session: once the new one is open, the old
+    // one is ended at the server (best effort) and `states` goes from `signedIn(old user)` to
+    // `signedIn(new user)` with no `signedOut` between. A sign-in that fails changes nothing.
 
     /// An ID token of Google, Apple or a configured OpenID Connect provider. Apple: its
     /// `authorizationCode` (kept by the server to revoke at deletion) and the name Apple gives the
@@ -113,17 +136,37 @@ public actor AuthClient {
         }
         let answer = try await transport.send("POST", "/auth/signin", body: body)
         let session = try session(from: answer)
-        try keep(session)
-        continuation.yield(.signedIn(session.user))
+        try await takingTurns { try await self.replaceHoldingTheStorage(with: session) }
+        broadcaster.publish(.signedIn(session.user))
         return session.user
+    }
+
+    /// Ends the session a new sign-in replaces at the server, then keeps the new one. Left alone,
+    /// the replaced session would live on at the server, its refresh token good, until it expired
+    /// or was evicted. Only once the new sign-in succeeded: one that fails replaces nothing.
+    private func replaceHoldingTheStorage(with session: StoredSession) async throws(AuthClientError) {
+        // As stored now (another client of the storage may have rotated its refresh token);
+        // nothing stored means signed out already.
+        let replaced: StoredSession?
+        do {
+            replaced = try storage.load()
+        } catch {
+            replaced = current
+        }
+        if let replaced, replaced.sessionID != session.sessionID {
+            // Best effort: the user asked for the new session, and has it whatever this answers.
+            _ = try? await endAtServer(replaced, scope: .session)
+        }
+        try keep(session)
     }
 
     // MARK: tokens
 
-    /// An access token valid for at least `minimumValidity` more seconds, refreshed when needed.
+    /// An access token valid for at least `minimumValidity` more seconds (a quarter of its
+    /// lifetime when that is shorter), refreshed when needed.
     public func validAccessToken() async throws(AuthClientError) -> String {
         guard let current else { throw .notSignedIn }
-        if current.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.minimumValidity { return current.accessToken }
+        if isFresh(current) { return current.accessToken }
         return try await refreshed().accessToken
     }
 
@@ -169,7 +212,7 @@ public actor AuthClient {
 
     /// One refresh at a time among every client of the storage (processes too).
     private func refreshTakingTurns() async throws -> StoredSession {
-        try await storage.exclusively { try await self.refreshHoldingTheStorage() }
+        try await takingTurns { try await self.refreshHoldingTheStorage() }
     }
 
     private func refreshHoldingTheStorage() async throws(AuthClientError) -> StoredSession {
@@ -187,7 +230,7 @@ public actor AuthClient {
         if latest != current {
             // Another process refreshed while this one waited: its token is the live one.
             current = latest
-            if latest.accessTokenExpiresAt.timeIntervalSince(now()) >= Self.minimumValidity { return latest }
+            if isFresh(latest) { return latest }
         }
         var answer: JSON = .null
         for attempt in 0..<retryPolicy.attempts {
@@ -206,8 +249,8 @@ public actor AuthClient {
         // nothing, and one before it leaves the replaced token, which within the server's grace
         // period answers this same live token again.
         try keep(next)
-        continuation.yield(.tokenRefreshed)
-        if next.user != latest.user { continuation.yield(.userUpdated(next.user)) }
+        broadcaster.publish(.tokenRefreshed)
+        if next.user != latest.user { broadcaster.publish(.userUpdated(next.user)) }
         return next
     }
 
@@ -238,11 +281,29 @@ public actor AuthClient {
     /// "Sign out" is signed out on this device). Returns how many sessions the server ended.
     @discardableResult
     public func signOut(scope: SignOutScope = .session) async throws(AuthClientError) -> Int {
-        guard let current else { return 0 }
+        guard current != nil else { return 0 }
+        do {
+            return try await takingTurns { try await self.signOutHoldingTheStorage(scope: scope) }
+        } catch {
+            forget(clearingStorage: false)
+            throw error
+        }
+    }
+
+    private func signOutHoldingTheStorage(scope: SignOutScope) async throws(AuthClientError) -> Int {
+        // The refresh token stored now: another client of the storage may have rotated the one
+        // this client loaded, and the server would take a replaced token for a stolen one.
+        let stored = (try? storage.load()) ?? nil
+        guard let session = stored?.sessionID == current?.sessionID ? stored : current else { return 0 }
         defer { forget() }
+        return try await endAtServer(session, scope: scope)
+    }
+
+    /// Returns how many sessions the server ended.
+    private func endAtServer(_ session: StoredSession, scope: SignOutScope) async throws(AuthClientError) -> Int {
         // The refresh token alone: it works even when the access token has expired.
         let answer = try await transport.send("POST", "/auth/signout",
-                                              body: ["refreshToken": .string(current.refreshToken), "scope": .string(scope.rawValue)])
+                                              body: ["refreshToken": .string(session.refreshToken), "scope": .string(scope.rawValue)])
         if case .number(let count)? = answer["revokedSessions"] { return Int(count) }
         return 0
     }
@@ -252,7 +313,11 @@ public actor AuthClient {
     /// `["provider": "google", "idToken": .string(token)]`.
     public func deleteAccount(proof: [String: JSON]? = nil) async throws(AuthClientError) {
         _ = try await callerRequest("DELETE", "/auth/account", body: proof ?? [:])
-        forget()
+        do {
+            try await takingTurns { await self.forget() }
+        } catch {
+            forget(clearingStorage: false)
+        }
     }
 
     /// Registration options for a new passkey of the signed-in user, for the platform's sheet.
@@ -287,21 +352,36 @@ public actor AuthClient {
         do {
             return try await transport.send(method, path, body: body, bearer: token)
         } catch where error.code == "ACCESS_TOKEN_INVALID" {
-            // Signed out elsewhere (another device's global sign-out, a reuse detection): the
-            // next refresh says so for sure, and signs this client out if it is over.
-            _ = try await refreshed()
-            throw error
+            // Refused though the client holds it valid: signed out elsewhere (another device's
+            // global sign-out, a reuse detection), or a token the server no longer takes (its key
+            // rotated, a clock far off). A refresh tells which: it throws and signs this client out
+            // when the session is over; otherwise the call is made once more, with the new token
+            // (the refused one did nothing at the server), and its answer is the app's.
+            let fresh = try await refreshed()
+            return try await transport.send(method, path, body: body, bearer: fresh.accessToken)
         }
     }
 
     private func updateUser(_ answer: JSON) async throws(AuthClientError) -> User {
         let user = try answer.decoded(User.self, at: "user")
-        if var session = current, session.user != user {
-            session.user = user
-            try keep(session)
-            continuation.yield(.userUpdated(user))
-        }
+        try await takingTurns { try await self.updateUserHoldingTheStorage(user) }
         return user
+    }
+
+    private func updateUserHoldingTheStorage(_ user: User) throws(AuthClientError) {
+        let stored: StoredSession?
+        do {
+            stored = try storage.load()
+        } catch {
+            throw .storage(error)
+        }
+        // The session as stored now, not `current`: writing `current` back would put a refresh
+        // token that another client of the storage has since rotated in place of its new one.
+        // Nothing stored, or another session: signed out or in again elsewhere, nothing to update.
+        guard var session = stored, session.sessionID == current?.sessionID, session.user != user else { return }
+        session.user = user
+        try keep(session)
+        broadcaster.publish(.userUpdated(user))
     }
 
     // MARK: state
@@ -316,10 +396,24 @@ public actor AuthClient {
         let credentials = answer["credentials"] == nil ? nil : try answer.decoded(AWSCredentials.self, at: "credentials")
         let issued = now()
         return StoredSession(user: user, sessionID: sessionID, accessToken: accessToken,
-                             accessTokenExpiresAt: issued.addingTimeInterval(expiresIn), refreshToken: refreshToken,
+                             accessTokenExpiresAt: issued.addingTimeInterval(expiresIn), accessTokenLifetime: expiresIn, refreshToken: refreshToken,
                              refreshTokenExpiresAt: issued.addingTimeInterval(refreshExpiresIn), credentials: credentials)
     }
 
+    /// Runs `body` in this client's turn at the storage. Every write takes its turn, not only a
+    /// refresh's: a sign-in, link or sign-out written between another client's load and save
+    /// (an app and its widget sharing one file) would undo that client's rotation, or be undone.
+    private func takingTurns<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(AuthClientError) -> T {
+        do {
+            return try await storage.exclusively(body)
+        } catch let error as AuthClientError {
+            throw error
+        } catch {
+            throw .storage(error)
+        }
+    }
+
+    /// Only in the storage's turn (`takingTurns`).
     private func keep(_ session: StoredSession) throws(AuthClientError) {
         do {
             try storage.save(session)
@@ -329,10 +423,12 @@ public actor AuthClient {
         current = session
     }
 
-    private func forget() {
+    /// Only in the storage's turn, unless `clearingStorage` is false: the turn could not be had
+    /// (its lock failed), and the user who asked to be signed out is, here at least.
+    private func forget(clearingStorage: Bool = true) {
         let wasSignedIn = current != nil
         current = nil
-        try? storage.save(nil)
-        if wasSignedIn { continuation.yield(.signedOut) }
+        if clearingStorage { try? storage.save(nil) }
+        if wasSignedIn { broadcaster.publish(.signedOut) }
     }
 }

@@ -146,6 +146,9 @@ public struct StoredSession: Sendable, Equatable, Codable {
     public var sessionID: String
     public var accessToken: String
     public var accessTokenExpiresAt: Date
+    /// The server's `expiresIn` for this access token; nil in a session stored by an earlier
+    /// version of the library (its next refresh sets it).
+    public var accessTokenLifetime: TimeInterval? = nil
     public var refreshToken: String
     public var refreshTokenExpiresAt: Date
     public var credentials: AWSCredentials?

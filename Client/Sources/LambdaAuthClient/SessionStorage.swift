@@ -9,7 +9,7 @@ import Darwin
 /// sign-in: keep it where only the app can read it.
 public protocol SessionStorage: Sendable {
     func load() throws -> StoredSession?
-    /// nil removes it (signed out).
+    /// nil removes it (signed out). `AuthClient` saves only inside `exclusively`.
     func save(_ session: StoredSession?) throws
     /// Runs `body` while no other client of the same storage runs its own (an app and its
     /// extension sharing one file): each refresh then sees the token the other one stored, and
@@ -53,9 +53,13 @@ public struct FileSessionStorage: SessionStorage {
             return
         }
         let data = try JSONEncoder().encode(session)
-        let temporary = path + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // A name no other writer has, not `.tmp-<pid>`: two clients in one process (an app and
+        // its widget) sharing the file would write one temporary file together, and one's rename
+        // would move the other's half-written session into place. mkstemp makes it 0600.
+        var template = Array((path + ".tmp-XXXXXX").utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw posixError("open") }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let written = data.withUnsafeBytes { buffer in write(descriptor, buffer.baseAddress, buffer.count) }
         let synced = fsync(descriptor)
         close(descriptor)
