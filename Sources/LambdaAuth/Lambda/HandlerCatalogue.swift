@@ -52,14 +52,14 @@ public enum HandlerCatalogue {
         OneTimeCodeStartHandler(flow: services.oneTimeCodesOnUse)
     }
 
-    /// In the order the README lists the handlers. Only tools and tests read it: a handler's
-    /// main.swift names its own entry, so its executable links no other handler's composition.
     /// No JWT authorizer on its route: login-options has no caller; the handler checks the caller
     /// of every other action.
     public static let passkey = HandlerEntry(name: "passkey", routes: [.post("/auth/passkey")]) { services in
         PasskeyHandler(flow: services.passkeys)
     }
 
+    /// In the order the README lists the handlers. Only tools and tests read it: a handler's
+    /// main.swift names its own entry, so its executable links no other handler's composition.
     public static let all = [signin, refresh, linkProvider, signout, sessions, deleteAccount, wellKnown, appleNotifications, otpStart, passkey]
 
     public static func entry(named name: String) -> HandlerEntry? {
