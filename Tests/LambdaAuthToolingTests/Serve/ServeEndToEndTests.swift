@@ -59,7 +59,7 @@ import Glibc
     ]
 
     @Test func aPythonClientsWholeJourneyOnTheLocalStore() throws {
-        let serve = try startServe(environment: ["AUTH_STORE": directory + "/store"])
+        let serve = try startServe(environment: [:])
         defer { serve.process.kill() }
         let verdict = try journey(port: serve.port, sub: "e2e-local")
         #expect(verdict["ok"] == true, "\(verdict)")
@@ -85,30 +85,12 @@ import Glibc
         #expect(lines.filter { $0.contains(#""event":"signin""#) }.count == 5, "\(lines.suffix(5))")
     }
 
-    @Test func aPythonClientsWholeJourneyOnDynamoDB() throws {
-        let moto = try MotoServer.shared()
-        let table = try moto.makeTable(prefix: "serve-e2e")
-        var environment = moto.productionEnvironment(table: table.tableName)
-        // The dev defaults turn email codes on, and on DynamoDB their key must be configured (the
-        // local store keeps one itself): a deployment has one, so the test gives one too.
-        environment["AUTH_OTP_KEY"] = "c2VydmUtZTJlLW90cC1rZXktMDEyMzQ1Njc4OWFiY2Q="
-        let serve = try startServe(environment: environment)
-        defer { serve.process.kill() }
-        let verdict = try journey(port: serve.port, sub: "e2e-dynamodb")
-        #expect(verdict["ok"] == true, "\(verdict)")
-        #expect(verdict["steps"] == .array(ServeEndToEndTests.journeySteps), "\(verdict)")
-        stop(serve.process)
-        // The journey ran on the table (the user signed in after the deletion is in it), not on a
-        // local store beside it.
-        #expect(try table.scan(limit: nil, exclusiveStartKey: nil).items.isEmpty == false)
-    }
-
     /// 16 clients for 10 seconds (loopback only, stopped by the script's own deadline): sign-ins,
     /// rotations, retries within the grace period (the same live successor comes back), and tokens
     /// whose successor was used (refused as reuse, the family revoked). Every answer is checked by
     /// status and shape; the counts show each kind happened.
     @Test func sixteenConcurrentClientsForTenSeconds() throws {
-        let serve = try startServe(environment: ["AUTH_STORE": directory + "/store"])
+        let serve = try startServe(environment: [:])
         defer { serve.process.kill() }
         let started = monotonicSeconds()
         let counts = try TestSupport.pythonPeer("serve_load.py", ["http://127.0.0.1:\(serve.port)", ServeEndToEndTests.document, "16", "10"])
