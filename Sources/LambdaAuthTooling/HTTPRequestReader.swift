@@ -18,8 +18,9 @@ struct HTTPRequestReader {
         /// From the end of the head to the end of the body.
         var bodySeconds: Double?
 
-        /// The test server's: no clock, since a test may hold a connection as long as it likes.
-        static let unlimited = Limits()
+        /// The test server's: no clock, since a test may hold a connection as long as it likes,
+        /// and bodies as large as a Lambda response (6 MB) and more.
+        static let unlimited = Limits(maximumBodyBytes: 1 << 30)
     }
 
     struct Head {
