@@ -159,6 +159,8 @@ public final class ServeListener: Sendable {
             return error == EINTR || error == ECONNABORTED || error == EPROTO || (error == EAGAIN && !state.withLock { $0.stopping })
         }, take: { connection in
             startServing(connection)
+            // At the cap, further clients wait in the kernel's backlog instead of each taking a
+            // thread and a descriptor; the limits close idle and slow ones to make room.
             while state.withLock({ $0.idle.count + $0.busy.count >= limits.maximumConnections && !$0.stopping }) { usleep(10_000) }
             return true
         })
