@@ -161,9 +161,21 @@ public final class LoopbackHTTPServer: Sendable {
                 close(connection)
             }
         }
-        var buffer: [UInt8] = []
+        var reader = HTTPRequestReader(connection: connection, limits: .unlimited)
         while true {
-            guard let request = readRequest(connection, buffer: &buffer) else { return }
+            let request: Request
+            switch reader.next() {
+            case .closed:
+                return
+            case .refused(let status, let message):
+                let head = "HTTP/1.1 \(status) \(ServeListener.reasonPhrase(status))\r\nContent-Length: \(message.utf8.count)\r\nConnection: close\r\n\r\n"
+                _ = SocketIO.sendAll(connection, Array((head + message).utf8))
+                return
+            case .request(let head, let body):
+                var headers: [String: String] = [:]
+                for (name, value) in head.headers { headers[name.lowercased()] = value }
+                request = Request(method: head.method, target: head.target, headers: headers, body: body)
+            }
             let responder = state.withLock { state -> Responder in
                 state.received.append(request)
                 return state.responder
@@ -185,60 +197,11 @@ public final class LoopbackHTTPServer: Sendable {
                 }
                 return
             }
-            var head = "HTTP/1.1 \(response.status) \(LoopbackHTTPServer.reason(response.status))\r\n"
+            var head = "HTTP/1.1 \(response.status) \(ServeListener.reasonPhrase(response.status))\r\n"
             for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
             head += "Content-Length: \(response.body.count)\r\n\r\n"
             guard SocketIO.sendAll(connection, Array(head.utf8) + response.body) else { return }
             if request.headers["connection"]?.lowercased() == "close" { return }
-        }
-    }
-
-    private func readRequest(_ connection: Int32, buffer: inout [UInt8]) -> Request? {
-        let separator: [UInt8] = [13, 10, 13, 10]
-        var headerEnd: Int?
-        while headerEnd == nil {
-            if let found = LoopbackHTTPServer.find(separator, in: buffer) {
-                headerEnd = found
-                break
-            }
-            guard SocketIO.receive(connection, into: &buffer) else { return nil }
-        }
-        let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
-        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
-        let requestLine = lines.removeFirst().split(separator: " ")
-        guard requestLine.count >= 2 else { return nil }
-        var headers: [String: String] = [:]
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = String(line[line.index(after: colon)...]).trimmingSpaces()
-        }
-        let length = Int(headers["content-length"] ?? "0") ?? 0
-        let bodyStart = headerEnd! + 4
-        while buffer.count < bodyStart + length {
-            guard SocketIO.receive(connection, into: &buffer) else { return nil }
-        }
-        let body = Array(buffer[bodyStart..<bodyStart + length])
-        buffer.removeFirst(bodyStart + length)
-        return Request(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
-    }
-
-    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        for start in 0...(haystack.count - needle.count) where haystack[start..<start + needle.count].elementsEqual(needle) {
-            return start
-        }
-        return nil
-    }
-
-    static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: return "OK"
-        case 202: return "Accepted"
-        case 400: return "Bad Request"
-        case 404: return "Not Found"
-        case 500: return "Internal Server Error"
-        case 503: return "Service Unavailable"
-        default: return "Status"
         }
     }
 }

@@ -219,12 +219,3 @@ final class NamedSigningKeys: Sendable {
         }
     }
 }
-
-/// `path` from the current directory, for the file:// URLs printed and handed to the handlers.
-func absolutePath(_ path: String) -> String {
-    if path.hasPrefix("/") { return path }
-    var buffer = [CChar](repeating: 0, count: 4096)
-    guard getcwd(&buffer, buffer.count) != nil else { return path }
-    let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    return cwd + "/" + path
-}

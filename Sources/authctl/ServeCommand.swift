@@ -11,15 +11,19 @@ struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve every route of the template's HTTP API locally, with its JWT authorizer, /openapi.json and the dev identity provider.",
-        discussion: "Without AUTH_GOOGLE_AUDIENCES, AUTH_APPLE_AUDIENCES and AUTH_OIDC_PROVIDERS it runs on the embedded defaults of "
-            + "`make demo` (local store, dev identity provider, a dev RSA signing key) and adds POST /dev/idp/{google|apple}/token. "
+        discussion: "With --dev, or when no provider is configured and nothing real is (no AUTH_STORE but the dev one, no signing key, "
+            + "no AUTH_SECRETS), it runs on the dev defaults of `make demo` (a local store under --dev-dir, the dev identity provider, a dev "
+            + "RSA signing key) and adds POST /dev/idp/{google|apple}/token; otherwise on the environment as given. The first line says which. "
             + "SIGINT or SIGTERM stops it once the requests in flight are answered."
     )
 
     @Option(help: "The IPv4 address to listen on (default 127.0.0.1: this machine only). Another, such as 0.0.0.0 for a phone on the network, is only ever this option's.")
     var host: String?
     @Option(help: "The port (0: any free one, printed).") var port: UInt16 = 8787
-    @Option(help: "The dev identity provider's directory (dev defaults only).") var devDir = DevIdentityProvider.defaultDirectory
+    @Option(help: "The dev identity provider's directory, and the dev store's (dev defaults only).") var devDir = DevIdentityProvider.defaultDirectory
+    @Flag(help: "The dev defaults, refusing a DynamoDB store, AUTH_SECRETS or a signing key.") var dev = false
+    @Option(name: .customLong("allow-host"), help: "A DNS name a request's Host may carry besides localhost (repeatable); IP addresses are always accepted.")
+    var allowedHosts: [String] = []
 
     func run() throws {
         // Loopback unless --host says otherwise: anything else exposes the store (and, on the dev
@@ -27,21 +31,26 @@ struct ServeCommand: ParsableCommand {
         let address = host.map { $0 == "localhost" ? "127.0.0.1" : $0 } ?? "127.0.0.1"
         let context = AuthCtlContext.current
         var environment = context.environment
-        let configured = ["AUTH_GOOGLE_AUDIENCES", "AUTH_APPLE_AUDIENCES", "AUTH_OIDC_PROVIDERS"].contains { !(environment[$0] ?? "").isEmpty }
+        let mode: ServeMode
+        do {
+            mode = try ServeMode.choose(environment: environment, devDirectory: devDir, explicitDev: dev)
+        } catch {
+            throw CommandFailure(error.description)
+        }
         var devRoutes: LocalHTTPAPI.DevIdentityRoutes?
-        if !configured {
+        if case .dev(let store) = mode {
             let dev = try DevEnvironment(directory: devDir)
             environment = dev.handlerEnvironment(environment)
             // As `make demo`: only the event lines (and real problems), one per request; email
             // codes on, delivered to an outbox the developer reads.
-            let demoDefaults = ["AUTH_LOG_LEVEL": "warning", "AUTH_EMAIL": "on",
+            let demoDefaults = ["AUTH_LOG_LEVEL": "warning", "AUTH_EMAIL": "on", "AUTH_STORE": store,
                                 "AUTH_EMAIL_SENDER": "outbox:" + absolutePath(devDir + "/outbox")]
             for (name, value) in demoDefaults where (environment[name] ?? "").isEmpty { environment[name] = value }
             devRoutes = LocalHTTPAPI.DevIdentityRoutes(provider: dev.identityProvider, defaultAudiences: [
                 .google: DevEnvironment.googleAudiences[0], .apple: DevEnvironment.appleAudiences[0],
             ])
         }
-        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes)
+        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes, hostNames: allowedHosts)
         // Blocked before any thread starts, so every thread inherits the mask and only sigwait
         // below takes them: a signal never interrupts a handler mid-request.
         var stopSignals = sigset_t()
@@ -59,8 +68,12 @@ struct ServeCommand: ParsableCommand {
             standardError("authctl serve: listening on \(address) as --host asked: reachable from the network" + (devRoutes != nil ? ", dev identity provider included" : ""))
         }
         // Unbuffered: a script (or a test) waits for this line to know the port.
-        writeStandardOutputLine("lambda-auth serving on http://\(address):\(listener.port)"
-                                + (devRoutes != nil ? " (dev defaults; POST /dev/idp/google/token for an ID token)" : ""))
+        let modeText: String
+        switch mode {
+        case .dev(let store): modeText = "dev mode: store \(store), dev signing key; POST /dev/idp/google/token for an ID token"
+        case .configured(let reason): modeText = "configured mode: the environment as given, no dev identity provider; \(reason)"
+        }
+        writeStandardOutputLine("lambda-auth serving on http://\(address):\(listener.port) (\(modeText))")
         var received: Int32 = 0
         while sigwait(&stopSignals, &received) != 0 {}
         standardError("authctl serve: stopping after the requests in flight (\(listener.requestsInFlight))")

@@ -18,22 +18,16 @@ public struct CORSPolicy: Sendable, Equatable {
         let origins = (environment["AUTH_CORS_ORIGINS"] ?? "").split(separator: ",").map { String($0).trimmingSpaceCharacters() }
             .filter { !$0.isEmpty }
         guard !origins.isEmpty else { return nil }
-        for origin in origins where origin != "*" && !isOrigin(origin) {
-            throw AuthConfiguration.configError("AUTH_CORS_ORIGINS", "\(origin) is not an origin (scheme://host[:port], no path) or *")
+        for origin in origins where origin != "*" && WebOrigin(serialized: origin) == nil {
+            throw AuthConfiguration.configError("AUTH_CORS_ORIGINS", "\(origin) is not an origin (http[s]://host[:port] in lowercase, no path) or *")
         }
         return CORSPolicy(origins: origins)
     }
 
-    /// `scheme://host[:port]` as a browser sends it in `Origin`: no path, no trailing slash.
-    static func isOrigin(_ text: String) -> Bool {
-        guard let range = text.firstRange(of: "://") else { return false }
-        let scheme = text[..<range.lowerBound], authority = text[range.upperBound...]
-        return (scheme == "http" || scheme == "https") && !authority.isEmpty
-            && !authority.contains { $0 == "/" || $0 == "?" || $0 == "#" || $0 == " " || $0 == "@" }
-    }
-
+    /// Only a serialized origin, even under `*`: `null` (a sandboxed page, a `file:` one) and
+    /// anything else a client puts in the header are never reflected.
     public func allows(_ origin: String) -> Bool {
-        origins.contains("*") || origins.contains(origin)
+        WebOrigin(serialized: origin) != nil && (origins.contains("*") || origins.contains(origin))
     }
 
     /// The headers of an answer to a request from `origin` (none for an origin not allowed).

@@ -38,8 +38,9 @@ extension PasskeySettings {
             throw AuthConfiguration.configError("AUTH_PASSKEY_RP_ID", "must be a lowercase host name such as example.com")
         }
         let origins = reader.list("AUTH_PASSKEY_ORIGINS")
-        for origin in origins where !(origin.hasPrefix("https://") || origin.hasPrefix("http://localhost") || origin.hasPrefix("android:apk-key-hash:"))
-            || origin.hasSuffix("/") {
+        // Plain http only for localhost itself: a prefix test let http://localhost.evil.example in.
+        for origin in origins where !(origin.hasPrefix("android:apk-key-hash:") && origin.utf8.count > "android:apk-key-hash:".utf8.count)
+            && !(WebOrigin(serialized: origin).map { $0.scheme == "https" || $0.isLocalhost } ?? false) {
             throw AuthConfiguration.configError("AUTH_PASSKEY_ORIGINS", "each origin is https://HOST[:PORT] (no path), http://localhost[:PORT] or android:apk-key-hash:…")
         }
         let verification: Bool

@@ -1,5 +1,8 @@
 import LambdaAuth
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `authctl serve` answers (contract section 16): the template's HTTP API in one process.
 /// Each request to a catalogue route becomes the payload 2.0 event API Gateway would build and
@@ -30,6 +33,8 @@ public final class LocalHTTPAPI: Sendable {
     let settings: LambdaSettings
     let authorizer: GatewayAuthorizer
     let devIdentity: DevIdentityRoutes?
+    /// DNS names a request's `Host` may carry besides `localhost` (`--allow-host`), lowercased.
+    let hostNames: Set<String>
     let logger: Logger
     /// Every event handed to a handler, before it runs: for tests, which cannot see the event a
     /// handler decodes (InvocationRequest keeps no request context).
@@ -38,7 +43,7 @@ public final class LocalHTTPAPI: Sendable {
     /// Builds every handler of the catalogue on one set of services from `environment`: a
     /// configuration error is thrown here, at start, as a Lambda init error would be.
     /// `logSink`: where the log lines go (stderr; a test keeps them).
-    public init(environment: [String: String], devIdentity: DevIdentityRoutes? = nil,
+    public init(environment: [String: String], devIdentity: DevIdentityRoutes? = nil, hostNames: [String] = [],
                 eventObserver: (@Sendable (JSONValue) -> Void)? = nil,
                 logSink: @escaping @Sendable (String) -> Void = writeStandardErrorLine) throws(AuthError) {
         settings = try LambdaSettings.fromEnvironment(environment)
@@ -58,6 +63,7 @@ public final class LocalHTTPAPI: Sendable {
             return keys.map { JSONWebKey(keyID: $0.keyID, material: $0.signingKey.publicMaterial) }
         }
         self.devIdentity = devIdentity
+        self.hostNames = Set(hostNames.map { $0.lowercased() })
         self.eventObserver = eventObserver
     }
 
@@ -71,6 +77,10 @@ public final class LocalHTTPAPI: Sendable {
         let path = GatewayEvent.split(request.target).path
         let requestLogger = logger.with(requestID: requestID)
         return CurrentInvocation.serving(requestID) {
+            if let refusal = refusal(request) {
+                writeLine(event: "gateway_failed", request, path: path, status: refusal.status, logger: requestLogger, startedAt: startedAt)
+                return refusal
+            }
             if let route = routes["\(request.method) \(path)"] {
                 return invoke(route, request, requestID: requestID, origin: origin, logger: requestLogger, startedAt: startedAt)
             }
@@ -98,6 +108,44 @@ public final class LocalHTTPAPI: Sendable {
             writeLine(event: event, request, path: path, status: response.status, logger: requestLogger, startedAt: startedAt)
             return response
         }
+    }
+
+    /// What no route may see. A page on a DNS name that its attacker points at 127.0.0.1 (DNS
+    /// rebinding) reaches serve as same-origin: its `Host` still names the attacker's domain, so
+    /// only localhost, IP literals (the Android emulator's 10.0.2.2) and `--allow-host` names pass.
+    /// Two `Authorization` headers would be one for the authorizer and another, joined, for the
+    /// handler.
+    func refusal(_ request: ServeListener.Request) -> ServeListener.Response? {
+        let hosts = request.headers.filter { $0.name.lowercased() == "host" }.map(\.value)
+        if let host = hosts.first, !LocalHTTPAPI.acceptsHost(host, names: hostNames) {
+            return ServeListener.refusal(403, "serve answers Host localhost, an IP address or an --allow-host name, not \(host)")
+        }
+        if request.headers.count(where: { $0.name.lowercased() == "authorization" }) > 1 {
+            return ServeListener.refusal(400, "more than one Authorization header")
+        }
+        return nil
+    }
+
+    /// `host[:port]` whose host is an IP literal, `localhost` or one of `names`.
+    public static func acceptsHost(_ value: String, names: Set<String>) -> Bool {
+        var host = Substring(value.lowercased())
+        var port: Substring = ""
+        if host.first == "[" {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            port = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, String(host), &address) == 1 else { return false }
+        } else {
+            if let colon = host.firstIndex(of: ":") {
+                port = host[colon...]
+                host = host[..<colon]
+            }
+            if host.hasSuffix(".") { host = host.dropLast() }
+            var address = in_addr()
+            guard inet_pton(AF_INET, String(host), &address) == 1 || host == "localhost" || names.contains(String(host)) else { return false }
+        }
+        return port.isEmpty || (port.first == ":" && port.count > 1 && port.dropFirst().allSatisfy(\.isASCII) && UInt16(port.dropFirst()) != nil)
     }
 
     /// The template's example of the app's own API behind the authorizer (`GET /example/whoami`,

@@ -6,7 +6,7 @@ import Glibc
 
 /// The HTTP/1.1 listener of `authctl serve`: a thread per connection (handlers are Sendable and
 /// block on the store and on HTTP calls, so threads are the simple fit), keep-alive, bodies by
-/// `Content-Length`. Beside `LoopbackHTTPServer` rather than on it: serve needs a chosen host and
+/// `Content-Length` (`HTTPRequestReader`, shared with the test server). Beside `LoopbackHTTPServer` rather than on it: serve needs a chosen host and
 /// port, the peer address (the event's `sourceIp`), repeated headers (cookies) and a stop that
 /// lets the requests in flight finish.
 public final class ServeListener: Sendable {
@@ -37,13 +37,31 @@ public final class ServeListener: Sendable {
         public let description: String
     }
 
-    /// API Gateway's own limit is 10 MB; a handler refuses anything over 64 KiB anyway, so a body
-    /// past this is refused before it is read.
-    public static let maximumBodyBytes = 1 << 20
-    static let maximumHeadBytes = 64 << 10
+    /// What a client may take of serve, so that slow, idle or too many clients cannot stop it
+    /// (docs/local-development.md states them).
+    public struct Limits: Sendable {
+        /// API Gateway's own limit is 10 MB; a handler refuses anything over 64 KiB anyway, so a
+        /// body past this is refused before it is read.
+        public var maximumBodyBytes = 1 << 20
+        /// Past this many open connections, new ones wait in the kernel's backlog.
+        public var maximumConnections = 128
+        public var idleSeconds: Double = 60
+        public var headSeconds: Double = 30
+        public var bodySeconds: Double = 60
+        /// For a client that stops reading its answer.
+        public var sendSeconds: Double = 30
+
+        public init() {}
+
+        var reader: HTTPRequestReader.Limits {
+            HTTPRequestReader.Limits(maximumBodyBytes: maximumBodyBytes, idleSeconds: idleSeconds, headSeconds: headSeconds,
+                                     bodySeconds: bodySeconds)
+        }
+    }
 
     public let host: String
     public let port: UInt16
+    public let limits: Limits
     private let listener: Int32
     private let handler: @Sendable (Request) -> Response
 
@@ -61,7 +79,8 @@ public final class ServeListener: Sendable {
     private let state = Mutex(State())
 
     /// Listens on `host` (an IPv4 address) and `port` (0: one the system chooses).
-    public init(host: String, port: UInt16, handler: @escaping @Sendable (Request) -> Response) throws(BindFailure) {
+    public init(host: String, port: UInt16, limits: Limits = Limits(),
+                handler: @escaping @Sendable (Request) -> Response) throws(BindFailure) {
         var address = in_addr()
         guard inet_pton(AF_INET, host, &address) == 1 else {
             throw BindFailure(description: "--host \(host) is not an IPv4 address")
@@ -76,6 +95,7 @@ public final class ServeListener: Sendable {
         }
         self.host = host
         self.port = listening.port
+        self.limits = limits
         listener = listening.descriptor
         self.handler = handler
         BackgroundThread.detach { [self] in acceptLoop() }
@@ -129,17 +149,27 @@ public final class ServeListener: Sendable {
                 close(listener)
             }
         }
-        // EAGAIN: stop() made the listener non-blocking while it drains the backlog.
+        // EAGAIN: stop() made the listener non-blocking while it drains the backlog. Out of
+        // descriptors or memory passes once connections close: waiting beats stopping for good.
         TCPListener.acceptConnections(listener, retrying: { error in
-            error == EINTR || error == ECONNABORTED || (error == EAGAIN && !state.withLock { $0.stopping })
+            if [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error) {
+                usleep(50_000)
+                return true
+            }
+            return error == EINTR || error == ECONNABORTED || error == EPROTO || (error == EAGAIN && !state.withLock { $0.stopping })
         }, take: { connection in
             startServing(connection)
+            // At the cap, further clients wait in the kernel's backlog instead of each taking a
+            // thread and a descriptor; the limits close idle and slow ones to make room.
+            while state.withLock({ $0.idle.count + $0.busy.count >= limits.maximumConnections && !$0.stopping }) { usleep(10_000) }
             return true
         })
     }
 
     private func startServing(_ connection: Int32) {
         _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+        var timeout = timeval(tv_sec: Int(limits.sendSeconds), tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         state.withLock { _ = $0.idle.insert(connection) }
         BackgroundThread.detach { [self] in serve(connection) }
     }
@@ -153,17 +183,29 @@ public final class ServeListener: Sendable {
             }
         }
         let peer = ServeListener.peerAddress(connection)
-        var buffer: [UInt8] = []
+        var reader = HTTPRequestReader(connection: connection, limits: limits.reader)
         while true {
             let request: Request
-            switch readRequest(connection, peer: peer, buffer: &buffer) {
+            // The first bytes of a request: the connection is busy, unless a stop has begun and
+            // closed it as idle (then it answers no new request).
+            let outcome = reader.next(started: {
+                state.withLock { state -> Bool in
+                    guard state.idle.contains(connection) else { return true }
+                    if state.stopping { return false }
+                    state.idle.remove(connection)
+                    state.busy.insert(connection)
+                    return true
+                }
+            })
+            switch outcome {
             case .closed:
                 return
-            case .refused(let response):
-                _ = SocketIO.sendAll(connection, ServeListener.serialize(response, closing: true))
+            case .refused(let status, let message):
+                _ = SocketIO.sendAll(connection, ServeListener.serialize(ServeListener.refusal(status, message), closing: true))
                 return
-            case .request(let received):
-                request = received
+            case .request(let head, let body):
+                request = Request(method: head.method, target: head.target, httpVersion: head.version, headers: head.headers,
+                                  body: body, peerAddress: peer)
             }
             let response = handler(request)
             let closing = request.headers.contains { $0.name.lowercased() == "connection" && $0.value.lowercased() == "close" }
@@ -179,62 +221,11 @@ public final class ServeListener: Sendable {
         }
     }
 
-    private enum ReadOutcome {
-        case request(Request)
-        case refused(Response)
-        case closed
-    }
-
-    private func readRequest(_ connection: Int32, peer: String, buffer: inout [UInt8]) -> ReadOutcome {
-        let separator: [UInt8] = [13, 10, 13, 10]
-        var headEnd = LoopbackHTTPServer.find(separator, in: buffer)
-        while headEnd == nil {
-            guard buffer.count <= ServeListener.maximumHeadBytes else {
-                return .refused(ServeListener.message(431, "Request Header Fields Too Large"))
-            }
-            guard SocketIO.receive(connection, into: &buffer) else { return .closed }
-            // The first bytes of a request: the connection is busy, unless a stop has begun and
-            // closed it as idle (then it answers no new request).
-            let proceed = state.withLock { state -> Bool in
-                guard state.idle.contains(connection) else { return true }
-                if state.stopping { return false }
-                state.idle.remove(connection)
-                state.busy.insert(connection)
-                return true
-            }
-            guard proceed else { return .closed }
-            headEnd = LoopbackHTTPServer.find(separator, in: buffer)
-        }
-        let head = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
-        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
-        let requestLine = lines.removeFirst().split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-        guard requestLine.count == 3, requestLine[1].hasPrefix("/") else {
-            return .refused(ServeListener.message(400, "Bad Request"))
-        }
-        var headers: [(name: String, value: String)] = []
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { return .refused(ServeListener.message(400, "Bad Request")) }
-            headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces()))
-        }
-        if headers.contains(where: { $0.name.lowercased() == "transfer-encoding" }) {
-            return .refused(ServeListener.message(411, "Length Required"))
-        }
-        let lengthText = headers.last { $0.name.lowercased() == "content-length" }?.value ?? "0"
-        guard let length = Int(lengthText), length >= 0 else { return .refused(ServeListener.message(400, "Bad Request")) }
-        guard length <= ServeListener.maximumBodyBytes else { return .refused(ServeListener.message(413, "Request Entity Too Large")) }
-        let bodyStart = headEnd! + 4
-        // curl asks before sending a body over 1 KiB, and would otherwise wait a second for this.
-        if buffer.count < bodyStart + length,
-           headers.contains(where: { $0.name.lowercased() == "expect" && $0.value.lowercased() == "100-continue" }) {
-            guard SocketIO.sendAll(connection, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return .closed }
-        }
-        while buffer.count < bodyStart + length {
-            guard SocketIO.receive(connection, into: &buffer) else { return .closed }
-        }
-        let body = Array(buffer[bodyStart..<bodyStart + length])
-        buffer.removeFirst(bodyStart + length)
-        return .request(Request(method: requestLine[0], target: requestLine[1], httpVersion: requestLine[2], headers: headers,
-                                body: body, peerAddress: peer))
+    /// A request refused before any route sees it: the contract's error body, at `status`.
+    public static func refusal(_ status: Int, _ message: String) -> Response {
+        let body: JSONValue = ["error": ["code": .string(ErrorCode.invalidRequest.rawValue), "message": .string(message),
+                                         "status": .number(status), "retryable": false]]
+        return Response(status: status, headers: [("content-type", "application/json")], body: body.serializedBytes())
     }
 
     /// API Gateway's own answers are `{"message": "..."}`.
@@ -265,6 +256,7 @@ public final class ServeListener: Sendable {
         case 403: "Forbidden"
         case 404: "Not Found"
         case 409: "Conflict"
+        case 408: "Request Timeout"
         case 411: "Length Required"
         case 413: "Payload Too Large"
         case 429: "Too Many Requests"

@@ -41,4 +41,17 @@ import Testing
         }
         #expect(try CORSPolicy.fromEnvironment(["AUTH_CORS_ORIGINS": " "]) == nil)
     }
+
+    /// Under `*` a deployed handler once echoed whatever `Origin` held: `null` (granting sandboxed
+    /// and file: pages), a bare LF (a header split in front of a proxy), paths and credentials.
+    @Test func underAnyOriginOnlyASerializedOriginIsReflected() {
+        for origin in ["null", "https://app.example.com\nset-cookie: a=b", "https://app.example.com/", "https://user@app.example.com",
+                       "HTTPS://APP.EXAMPLE.COM", "https://app.example.com:0", "https://app.example.com:65536", "javascript://x", ""] {
+            #expect(answer(origin: origin, allowed: "*")["headers"]?["access-control-allow-origin"] == nil, "\(origin)")
+            #expect(CORSPolicy(origins: ["*"]).preflightHeaders(origin: origin).isEmpty, "\(origin)")
+        }
+        for origin in ["http://localhost:3000", "https://app.example.com:8443", "http://127.0.0.1:8787", "http://[::1]:8787"] {
+            #expect(answer(origin: origin, allowed: "*")["headers"]?["access-control-allow-origin"]?.stringValue == origin, "\(origin)")
+        }
+    }
 }

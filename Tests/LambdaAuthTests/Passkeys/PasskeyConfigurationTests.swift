@@ -24,6 +24,8 @@ import Testing
         #expect(configured?.userVerificationRequired == false)
         #expect(configured?.relyingPartyName == "Example")
         #expect(configured?.loginOptionsPerSourceIP == 1000)
+        let local = try Self.settings(["AUTH_PASSKEY_RP_ID": "localhost", "AUTH_PASSKEY_ORIGINS": "http://localhost:3000,http://localhost"])
+        #expect(local?.origins == ["http://localhost:3000", "http://localhost"])
     }
 
     @Test func invalidValuesNameTheirVariable() {
@@ -32,6 +34,11 @@ import Testing
             (["AUTH_PASSKEY_RP_ID": "Example.com"], "AUTH_PASSKEY_RP_ID"),
             (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "http://example.com"], "AUTH_PASSKEY_ORIGINS"),
             (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "https://example.com/"], "AUTH_PASSKEY_ORIGINS"),
+            // Only localhost itself is the exception to https, not a name that starts with it.
+            (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "http://localhost.evil.example"], "AUTH_PASSKEY_ORIGINS"),
+            (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "http://localhost:3000.evil.example"], "AUTH_PASSKEY_ORIGINS"),
+            (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "http://localhostx:3000"], "AUTH_PASSKEY_ORIGINS"),
+            (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_ORIGINS": "https://example.com/path"], "AUTH_PASSKEY_ORIGINS"),
             (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_USER_VERIFICATION": "discouraged"], "AUTH_PASSKEY_USER_VERIFICATION"),
             (["AUTH_PASSKEY_ORIGINS": "https://example.com"], "AUTH_PASSKEY_ORIGINS"),
             (["AUTH_PASSKEY_RP_ID": "example.com", "AUTH_PASSKEY_OPTIONS_RATE": "0"], "AUTH_PASSKEY_OPTIONS_RATE"),

@@ -7,14 +7,13 @@ import Glibc
 #endif
 
 /// The real `authctl serve` process on a free loopback port, driven by Python clients over real
-/// HTTP (Tests/Scripts/serve_e2e.py, serve_load.py): an app's whole journey on the local store and
+/// HTTP (Tests/Scripts/serve_e2e.py, serve_load.py): an app's whole journey on the dev store and
 /// on DynamoDB (moto), and 16 concurrent clients for 10 seconds.
 ///
-/// On moto, serve runs the production store configuration (`productionEnvironment`: DynamoDB,
-/// STS credentials, a configured signing key) and sets no provider audiences, so serve's rule
-/// ("dev defaults" when no AUTH_GOOGLE_AUDIENCES, AUTH_APPLE_AUDIENCES or AUTH_OIDC_PROVIDERS)
-/// adds only the dev identity provider's audiences, JWKS and routes (and email codes) on top: the client mints its
-/// ID tokens from serve itself, as an app developer would, with no token made by the test.
+/// On moto, serve runs in configured mode on the production store configuration
+/// (`productionEnvironment`: DynamoDB, STS credentials, a configured signing key) with the demo
+/// audiences and the dev identity provider's JWKS: the dev provider is never on real data, so the
+/// client mints its ID tokens from a second serve in dev mode, as an app developer's test rig would.
 @Suite final class ServeEndToEndTests {
     let directory = TestSupport.temporaryDirectory("serve-e2e")
     static let document = TestSupport.packageRoot + "/Infra/openapi.json"
@@ -23,12 +22,12 @@ import Glibc
 
     /// Serve with its stderr (one line per request) going to a file: an unread pipe would fill
     /// under load and stall the server.
-    func startServe(environment: [String: String]) throws -> (process: RunningProcess, port: UInt16, log: String) {
+    func startServe(environment: [String: String], devDirectory: String? = nil) throws -> (process: RunningProcess, port: UInt16, log: String) {
         let port = try ServeProcessTests.freePort()
         let log = directory + "/serve-\(port).log"
         let script = #"exec "$1" serve --port "$2" --dev-dir "$3" 2>"$4""#
         let process = try ProcessRunner.start("/bin/sh", arguments: ["-c", script, "sh", ProcessRunner.executable("authctl"), String(port),
-                                                                    directory + "/dev", log], environment: environment)
+                                                                    devDirectory ?? directory + "/dev", log], environment: environment)
         let deadline = monotonicSeconds() + 30
         while (try? RawConnection(port: port)) == nil {
             guard monotonicSeconds() < deadline else {
@@ -48,8 +47,8 @@ import Glibc
         #expect(exit.exitCode == 0 && exit.signal == nil, "serve exited \(exit.exitCode) \(String(describing: exit.signal))")
     }
 
-    func journey(port: UInt16, sub: String, document: String = ServeEndToEndTests.document) throws -> JSONValue {
-        try TestSupport.pythonPeer("serve_e2e.py", ["http://127.0.0.1:\(port)", document, sub])
+    func journey(port: UInt16, sub: String, document: String = ServeEndToEndTests.document, identityPort: UInt16? = nil) throws -> JSONValue {
+        try TestSupport.pythonPeer("serve_e2e.py", ["http://127.0.0.1:\(port)", document, sub] + (identityPort.map { ["http://127.0.0.1:\($0)"] } ?? []))
     }
 
     static let journeySteps: [JSONValue] = [
@@ -59,7 +58,7 @@ import Glibc
     ]
 
     @Test func aPythonClientsWholeJourneyOnTheLocalStore() throws {
-        let serve = try startServe(environment: ["AUTH_STORE": directory + "/store"])
+        let serve = try startServe(environment: [:])
         defer { serve.process.kill() }
         let verdict = try journey(port: serve.port, sub: "e2e-local")
         #expect(verdict["ok"] == true, "\(verdict)")
@@ -88,16 +87,22 @@ import Glibc
     @Test func aPythonClientsWholeJourneyOnDynamoDB() throws {
         let moto = try MotoServer.shared()
         let table = try moto.makeTable(prefix: "serve-e2e")
+        let identity = try startServe(environment: [:], devDirectory: directory + "/idp")
+        defer { identity.process.kill() }
         var environment = moto.productionEnvironment(table: table.tableName)
-        // The dev defaults turn email codes on, and on DynamoDB their key must be configured (the
-        // local store keeps one itself): a deployment has one, so the test gives one too.
-        environment["AUTH_OTP_KEY"] = "c2VydmUtZTJlLW90cC1rZXktMDEyMzQ1Njc4OWFiY2Q="
+        let jwks = "file://" + absolutePath(DevIdentityProvider.jwksPath(in: directory + "/idp"))
+        environment["AUTH_GOOGLE_AUDIENCES"] = "demo-web.apps.googleusercontent.com"
+        environment["AUTH_APPLE_AUDIENCES"] = "com.example.demo"
+        environment["AUTH_GOOGLE_JWKS_URL"] = jwks
+        environment["AUTH_APPLE_JWKS_URL"] = jwks
+        environment["AUTH_CACHE_DIR"] = directory + "/cache"
         let serve = try startServe(environment: environment)
         defer { serve.process.kill() }
-        let verdict = try journey(port: serve.port, sub: "e2e-dynamodb")
+        let verdict = try journey(port: serve.port, sub: "e2e-dynamodb", identityPort: identity.port)
         #expect(verdict["ok"] == true, "\(verdict)")
         #expect(verdict["steps"] == .array(ServeEndToEndTests.journeySteps), "\(verdict)")
         stop(serve.process)
+        stop(identity.process)
         // The journey ran on the table (the user signed in after the deletion is in it), not on a
         // local store beside it.
         #expect(try table.scan(limit: nil, exclusiveStartKey: nil).items.isEmpty == false)
@@ -108,7 +113,7 @@ import Glibc
     /// whose successor was used (refused as reuse, the family revoked). Every answer is checked by
     /// status and shape; the counts show each kind happened.
     @Test func sixteenConcurrentClientsForTenSeconds() throws {
-        let serve = try startServe(environment: ["AUTH_STORE": directory + "/store"])
+        let serve = try startServe(environment: [:])
         defer { serve.process.kill() }
         let started = monotonicSeconds()
         let counts = try TestSupport.pythonPeer("serve_load.py", ["http://127.0.0.1:\(serve.port)", ServeEndToEndTests.document, "16", "10"])

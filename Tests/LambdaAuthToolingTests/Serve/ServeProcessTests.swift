@@ -21,9 +21,10 @@ import Glibc
         return port
     }
 
-    func startServe(port: UInt16) throws -> RunningProcess {
-        try ProcessRunner.start(ProcessRunner.executable("authctl"), arguments: ["serve", "--port", String(port), "--dev-dir", directory + "/dev"],
-                                environment: ["AUTH_STORE": directory + "/store"])
+    /// On the dev defaults unless `environment` names something real.
+    func startServe(port: UInt16, environment: [String: String] = [:], arguments: [String] = []) throws -> RunningProcess {
+        try ProcessRunner.start(ProcessRunner.executable("authctl"), arguments: ["serve", "--port", String(port), "--dev-dir", directory + "/dev"]
+                                + arguments, environment: environment)
     }
 
     func waitUntilListening(_ port: UInt16) throws {
@@ -76,7 +77,7 @@ import Glibc
         #expect(exit.exitCode == 0 && exit.signal == nil, "\(exit.stderrText)")
         #expect(monotonicSeconds() - finishing < 10, "the idle connection held the stop")
         #expect(try idle.readResponse().status == 0, "the idle connection was closed unanswered")
-        #expect(exit.stdoutText.hasPrefix("lambda-auth serving on http://127.0.0.1:\(port)"))
+        #expect(exit.stdoutText.hasPrefix("lambda-auth serving on http://127.0.0.1:\(port) (dev mode: store \(directory)/dev/store"), "\(exit.stdoutText)")
         // One event line per request, each with its own request id.
         let eventLines = exit.stderrText.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }.filter { $0["event"] != nil }
         #expect(eventLines.compactMap { $0["event"]?.stringValue } == ["dev_idp_token", "signin", "gateway_failed", "code_sent", "dev_idp_token"])
@@ -95,5 +96,42 @@ import Glibc
                                           environment: ["AUTH_STORE": directory + "/store"])
         #expect(inUse.exitCode == 1 && inUse.stderrText == "authctl: cannot listen on 127.0.0.1:\(taken.port): the port is in use\n",
                 "\(inUse.stderrText)")
+    }
+
+    /// The reproduced takeover: no provider configured (an app on email codes) but a real store,
+    /// and serve minted dev "Google" tokens into it. Now it runs as configured, says so, and has
+    /// no dev route; `--dev` refuses what is real.
+    @Test func theDevIdentityProviderIsNeverOnRealData() throws {
+        let port = try ServeProcessTests.freePort()
+        let serve = try startServe(port: port, environment: ["AUTH_STORE": directory + "/real-store"])
+        defer { serve.kill() }
+        try waitUntilListening(port)
+        let minted = try CurlHTTPClient().send(HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)/dev/idp/google/token",
+                                                          body: Array(#"{"sub":"victim","email":"victim@example.com"}"#.utf8), timeout: 20))
+        #expect(minted.status == 404)
+        serve.kill(SIGTERM)
+        let exit = serve.finish()
+        #expect(exit.stdoutText.contains("(configured mode: the environment as given, no dev identity provider; a store other than the dev one"),
+                "\(exit.stdoutText)")
+        let refused = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: ["serve", "--dev", "--port", "0", "--dev-dir", directory + "/dev"],
+                                            environment: ["AUTH_STORE": "dynamodb:users"])
+        #expect(refused.exitCode == 1 && refused.stderrText.contains("--dev") && refused.stderrText.contains("DynamoDB"), "\(refused.stderrText)")
+    }
+
+    /// Out of descriptors, accept fails with EMFILE: serve waits for connections to close instead
+    /// of stopping for good while the process stays up.
+    @Test func runningOutOfDescriptorsIsSurvived() throws {
+        let port = try ServeProcessTests.freePort()
+        let serve = try ProcessRunner.start("/bin/sh", arguments: ["-c", #"ulimit -n 64 && exec "$1" serve --port "$2" --dev-dir "$3""#, "sh",
+                                                                  ProcessRunner.executable("authctl"), String(port), directory + "/dev"])
+        defer { serve.kill() }
+        try waitUntilListening(port)
+        var held = (0..<100).compactMap { _ in try? RawConnection(port: port) }
+        #expect(held.count == 100)
+        usleep(500_000)
+        held.removeAll()
+        usleep(500_000)
+        let answer = try CurlHTTPClient().send(HTTPRequest(url: "http://127.0.0.1:\(port)/openapi.json", timeout: 20))
+        #expect(answer.status == 200)
     }
 }

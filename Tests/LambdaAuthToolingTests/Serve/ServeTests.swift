@@ -216,7 +216,7 @@ import Glibc
     @Test func requestsAreServedConcurrently() throws {
         let slow = try RawConnection(port: listener.port)
         let body = Array(#"{"sub":"slow-one"}"#.utf8)
-        try slow.send("POST /dev/idp/google/token HTTP/1.1\r\nhost: x\r\ncontent-length: \(body.count)\r\n\r\n" + String(decoding: body.prefix(5), as: UTF8.self))
+        try slow.send("POST /dev/idp/google/token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: \(body.count)\r\n\r\n" + String(decoding: body.prefix(5), as: UTF8.self))
         let results = Collected<Int>()
         let port = listener.port
         for index in 0..<8 {
@@ -377,6 +377,97 @@ import Glibc
         try FileSystem.writeAtomically(copy, JSONValue.object(broken).serializedBytes())
         let refused = try TestSupport.pythonPeer("openapi_validate.py", [copy])
         #expect(refused["valid"] == false, "\(refused)")
+    }
+}
+
+extension ServeTests {
+    /// One request's bytes as given, on a connection of its own, and the status answered.
+    func raw(_ text: String) throws -> (status: Int, body: String) {
+        let connection = try RawConnection(port: listener.port)
+        try connection.send(text)
+        return try connection.readResponse()
+    }
+
+    /// Each is read one way by serve and another by some proxy in front of it (RFC 9112 sections
+    /// 5 and 6.3): refused with the contract's error body, never guessed at.
+    @Test func requestSmugglingPrimitivesAre400() throws {
+        let host = "host: 127.0.0.1\r\n"
+        let cases = [
+            "POST /auth/refresh HTTP/1.1\r\n\(host)content-length: 2\r\ncontent-length: 40\r\n\r\n{}",
+            "POST /auth/refresh HTTP/1.1\r\n\(host)content-length: 2, 40\r\n\r\n{}",
+            "POST /auth/refresh HTTP/1.1\r\n\(host)content-length : 2\r\n\r\n{}",
+            "POST /auth/refresh HTTP/1.1\r\n\(host)content-length: +2\r\n\r\n{}",
+            "POST /auth/refresh HTTP/1.1\r\n\(host)content-length: 2\nx: y\r\n\r\n{}",
+            "POST /auth/refresh HTTP/1.1\r\n\(host)x: y\r\n continued\r\ncontent-length: 2\r\n\r\n{}",
+            "POST /auth/refresh HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}",
+            "POST /auth/refresh HTTP/1.1\r\n\(host)\(host)content-length: 2\r\n\r\n{}",
+            "POST  /auth/refresh HTTP/1.1\r\n\(host)content-length: 2\r\n\r\n{}",
+        ]
+        for request in cases {
+            let answer = try raw(request)
+            #expect(answer.status == 400 && answer.body.contains(#""code":"INVALID_REQUEST""#), "\(request.debugDescription): \(answer)")
+        }
+        #expect(try raw("POST /auth/refresh HTTP/1.1\r\n\(host)transfer-encoding : chunked\r\n\r\n0\r\n\r\n").status == 400)
+        // Repeated and equal is one length (section 6.3 allows it).
+        #expect(try raw("POST /nowhere HTTP/1.1\r\n\(host)content-length: 2\r\ncontent-length: 2\r\n\r\n{}").status == 404)
+    }
+
+    /// 431 whether the oversized head comes in one write, or a byte short of the limit and then the rest.
+    @Test func aHeadOver64KiBIs431HoweverItArrives() throws {
+        let filler = "x-filler: " + String(repeating: "a", count: 70 << 10) + "\r\n"
+        #expect(try raw("GET /openapi.json HTTP/1.1\r\nhost: 127.0.0.1\r\n" + filler + "\r\n").status == 431)
+        let connection = try RawConnection(port: listener.port)
+        let head = "GET /openapi.json HTTP/1.1\r\nhost: 127.0.0.1\r\n" + filler
+        try connection.send(String(head.prefix(60 << 10)))
+        usleep(100_000)
+        try connection.send(String(head.dropFirst(60 << 10)) + "\r\n")
+        #expect(try connection.readResponse().status == 431)
+    }
+
+    /// DNS rebinding: a page on evil.example resolved to 127.0.0.1 sends `Host: evil.example`.
+    @Test func aHostThatIsAnotherDNSNameIsRefused() throws {
+        let port = listener.port
+        for host in ["evil.example:\(port)", "localhost.evil.example", "evil.example", "127.0.0.1.evil.example:\(port)"] {
+            let answer = try raw("GET /openapi.json HTTP/1.1\r\nhost: \(host)\r\n\r\n")
+            #expect(answer.status == 403 && answer.body.contains(#""code":"INVALID_REQUEST""#), "\(host): \(answer)")
+        }
+        for host in ["localhost:\(port)", "LOCALHOST", "127.0.0.1:\(port)", "10.0.2.2:8787", "[::1]:\(port)", "192.168.1.20"] {
+            #expect(try raw("GET /openapi.json HTTP/1.1\r\nhost: \(host)\r\nconnection: close\r\n\r\n").status == 200, "\(host)")
+        }
+        #expect(LocalHTTPAPI.acceptsHost("dev.example.test:8787", names: ["dev.example.test"]))
+        #expect(!LocalHTTPAPI.acceptsHost("dev.example.test:80x", names: ["dev.example.test"]))
+    }
+
+    /// The authorizer would check one and the handler see both, joined.
+    @Test func twoAuthorizationHeadersAreRefused() throws {
+        let accessToken = try #require(signIn(sub: "two-headers")["tokens"]?["accessToken"]?.stringValue)
+        let answer = try send("GET", "/auth/sessions", headers: [("authorization", "Bearer " + accessToken), ("authorization", "Bearer x")])
+        #expect(answer.status == 400 && json(answer)?["error"]?["code"] == "INVALID_REQUEST", "\(answer.status)")
+        #expect(try send("GET", "/auth/sessions", headers: [("authorization", "Bearer " + accessToken)]).status == 200)
+    }
+
+    /// Idle, slow-head and slow-body clients are closed after their limit, so that they free
+    /// their place under the connection cap and a real client is answered.
+    @Test func idleAndSlowClientsAreClosedAndFreeTheirPlace() throws {
+        var limits = ServeListener.Limits()
+        limits.idleSeconds = 0.5
+        limits.headSeconds = 0.5
+        limits.bodySeconds = 0.5
+        limits.maximumConnections = 3
+        let small = try ServeListener(host: "127.0.0.1", port: 0, limits: limits) { _ in ServeListener.message(200, "ok") }
+        defer { small.stop(timeoutSeconds: 5) }
+        let started = monotonicSeconds()
+        let idle = try RawConnection(port: small.port)
+        let slowHead = try RawConnection(port: small.port)
+        try slowHead.send("GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        let slowBody = try RawConnection(port: small.port)
+        try slowBody.send("POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 10\r\n\r\n{}")
+        // Past the cap: waits in the backlog until one of the three is closed.
+        let waiting = try RawConnection(port: small.port)
+        try waiting.send("GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        #expect(try waiting.readResponse().status == 200)
+        for connection in [idle, slowHead, slowBody] { #expect(try connection.readResponse().status == 0) }
+        #expect(monotonicSeconds() - started < 10, "the limits did not close the slow clients")
     }
 }
 
