@@ -87,7 +87,7 @@ public struct VerifiedIdentity: Sendable {
 /// 5. the key for `kid` from the cache, fetching as its policy allows (UNKNOWN_KEY_ID, JWKS_UNAVAILABLE);
 /// 6. the signature, with an algorithm the key allows (INVALID_SIGNATURE);
 /// 7. claims: `iss` (INVALID_ISSUER; a `{tenantid}` issuer with the token's `tid`, among the
-///    allowed tenants), `aud` (INVALID_AUDIENCE), `exp` (TOKEN_EXPIRED), `iat`/`nbf`
+///    allowed tenants), `aud` and, when it names several, `azp` (INVALID_AUDIENCE), `exp` (TOKEN_EXPIRED), `iat`/`nbf`
 ///    (TOKEN_NOT_YET_VALID), `nonce` (NONCE_REQUIRED, NONCE_MISMATCH), `sub` (MALFORMED_TOKEN).
 public final class IDTokenVerifier: Sendable {
     struct ProviderState: Sendable {

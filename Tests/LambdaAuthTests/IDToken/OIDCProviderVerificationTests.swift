@@ -157,6 +157,28 @@ final class OIDCProviderVerificationTests {
         #expect(code(verifier, try token(), provider: .google) == .invalidIssuer)
     }
 
+    /// A token of the configured provider with `changes` made to its claims (nil removes one).
+    func token(changing changes: [String: JSONValue?]) throws -> String {
+        var options = DevTokenOptions(subject: "oidc-user-1", audience: "app")
+        options.issuer = issuer
+        options.expiresIn = 86_400
+        var claims = options.claims(for: Self.okta, now: Int64(clock.now()))
+        for (name, value) in changes { claims[name] = value }
+        return try identityProvider.token(claims: claims, algorithm: .rs256, declaringAlgorithm: true)
+    }
+
+    /// OpenID Connect Core 3.1.3.7 items 4 and 5, for a configured provider as for Google: of
+    /// several audiences, `azp` must be a configured one; one audience is judged by `aud` alone.
+    @Test func severalAudiencesNeedAnAuthorizedPartyAmongTheConfiguredOnes() throws {
+        let verifier = try verifier([entry(["audiences": ["app", "app-web"]])])
+        #expect(code(verifier, try token(changing: ["aud": ["other", "app"], "azp": "other"])) == .invalidAudience)
+        #expect(code(verifier, try token(changing: ["aud": ["other", "app"]])) == .invalidAudience)
+        #expect(code(verifier, try token(changing: ["aud": ["other", "app"], "azp": "app"])) == nil)
+        #expect(code(verifier, try token(changing: ["aud": ["app", "app-web"], "azp": "app-web"])) == nil)
+        #expect(code(verifier, try token(changing: ["aud": "app", "azp": "other"])) == nil)
+        #expect(code(verifier, try token(changing: ["aud": ["app"], "azp": "other"])) == nil)
+    }
+
     @Test func requireNonceIsPerProviderAndDefaultsToAUTH_REQUIRE_NONCE() throws {
         let strict = try verifier([entry(["requireNonce": true]), entry("lenient")])
         #expect(code(strict, try token()) == .nonceRequired)
