@@ -234,6 +234,26 @@ final class OIDCProviderVerificationTests {
         #expect(code(verifier, try microsoftToken(tenant: nil), provider: Self.microsoft) == .invalidIssuer)
     }
 
+    /// The identity of a `{tenantid}` issuer is `<tid>:<sub>`, so one `sub` in two tenants is two
+    /// identities; an exact issuer's is `sub` alone, as it always was.
+    @Test func aTenantIssuersSubjectCarriesTheTenant() throws {
+        let verifier = try verifier([entry("microsoft", ["issuer": .string(Self.tenantIssuer)]), entry("okta")])
+        let contoso = try verifier.verify(try microsoftToken(tenant: "contoso"), provider: Self.microsoft, nonce: nil)
+        let fabrikam = try verifier.verify(try microsoftToken(tenant: "fabrikam"), provider: Self.microsoft, nonce: nil)
+        #expect(contoso.subject == "contoso:oidc-user-1" && fabrikam.subject == "fabrikam:oidc-user-1")
+        #expect(contoso.claims["sub"] == "oidc-user-1")
+        #expect(try verifier.verify(try token(), provider: Self.okta, nonce: nil).subject == "oidc-user-1")
+        // The tenant is what comes before the first ':' of the subject: a tid holding one is refused.
+        #expect(code(verifier, try microsoftToken(tenant: "contoso:evil"), provider: Self.microsoft) == .invalidIssuer)
+        // tid and sub together stay within the key-part limit.
+        let long = try token(provider: Self.microsoft) { options in
+            options.issuer = Self.tenantIssuer
+            options.tenantID = "contoso"
+            options.subject = String(repeating: "s", count: VerifiedIdentity.maximumKeyPartBytes - "contoso".count)
+        }
+        #expect(code(verifier, long, provider: Self.microsoft) == .malformedToken)
+    }
+
     @Test func aTenantOutsideTheAllowListIsRefused() throws {
         let verifier = try verifier([entry("microsoft", ["issuer": .string(Self.tenantIssuer), "tenants": ["contoso", "fabrikam"]])])
         #expect(code(verifier, try microsoftToken(tenant: "contoso"), provider: Self.microsoft) == nil)
