@@ -1,7 +1,7 @@
 /// A CBOR data item (RFC 8949) of the kinds WebAuthn uses: attestation objects, COSE keys and
 /// authenticator extensions. Floats, tags, undefined and other simple values are never decoded
 /// (`CBORDecoder` refuses them), so they have no case here.
-public enum CBORValue: Equatable, Sendable {
+public enum CBORValue: Hashable, Sendable {
     case unsigned(UInt64)
     /// The integer −1 − `n`: CBOR's negative range reaches −2⁶⁴, beyond Int64.
     case negative(UInt64)
@@ -67,6 +67,31 @@ public enum CBORValue: Equatable, Sendable {
         case let (.bool(left), .bool(right)): return left == right
         case (.null, .null): return true
         default: return false
+        }
+    }
+
+    /// Written out for the same reason as `==`, and to agree with it: each case's tag, then its
+    /// contents (a map's entries in their order, as `==` compares them).
+    @inline(never)
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .unsigned(let value): hasher.combine(0 as UInt8); hasher.combine(value)
+        case .negative(let value): hasher.combine(1 as UInt8); hasher.combine(value)
+        case .bytes(let value): hasher.combine(2 as UInt8); hasher.combine(value)
+        case .text(let value): hasher.combine(3 as UInt8); hasher.combine(value)
+        case .array(let items):
+            hasher.combine(4 as UInt8)
+            hasher.combine(items.count)
+            for item in items { item.hash(into: &hasher) }
+        case .map(let entries):
+            hasher.combine(5 as UInt8)
+            hasher.combine(entries.count)
+            for entry in entries {
+                entry.key.hash(into: &hasher)
+                entry.value.hash(into: &hasher)
+            }
+        case .bool(let value): hasher.combine(6 as UInt8); hasher.combine(value)
+        case .null: hasher.combine(7 as UInt8)
         }
     }
 }

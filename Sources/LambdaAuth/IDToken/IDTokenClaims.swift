@@ -12,16 +12,30 @@ public enum IDTokenClaims {
         }
     }
 
-    /// INVALID_AUDIENCE unless `aud` (a string, or an array of strings) names an accepted audience.
+    /// INVALID_AUDIENCE unless `aud` (a string, or an array of strings) names an accepted audience
+    /// and, when it names several, `azp` is an accepted one too.
+    ///
+    /// A token issued to several audiences was requested by one of them, its authorized party
+    /// (OpenID Connect Core 3.1.3.7 items 4 and 5): `aud: [other, ours]` with `azp: other` is
+    /// another client's token that merely lists us, and whoever holds it is not signing in to us.
+    /// A single audience is judged by `aud` alone, whatever `azp` says: Google's token for an
+    /// Android app names the server's client id in `aud` and the Android client's in `azp`.
     public static func checkAudience(_ payload: [String: JSONValue], audiences: [String]) throws(AuthError) {
         let accepted: Bool
+        var several = false
         switch payload["aud"] {
         case .string(let audience)?: accepted = audiences.contains(audience)
-        case .array(let list)?: accepted = list.contains { $0.stringValue.map(audiences.contains) ?? false }
+        case .array(let list)?:
+            accepted = list.contains { $0.stringValue.map(audiences.contains) ?? false }
+            several = list.count > 1
         default: accepted = false
         }
         guard accepted else {
             throw AuthError(.invalidAudience, "the token's audience is not one of the accepted client IDs")
+        }
+        guard several else { return }
+        guard let party = payload["azp"]?.stringValue, audiences.contains(party) else {
+            throw AuthError(.invalidAudience, "the token names several audiences and its azp is not one of the accepted client IDs")
         }
     }
 

@@ -34,17 +34,21 @@ public struct VerifiedIdentity: Sendable {
     }
 
     /// As above, with a configured provider's policy on `email_verified`: `always` trusts any
-    /// address the token carries, `never` none.
-    init(provider: ProviderName, claims: [String: JSONValue], emailVerified policy: OIDCProviderSettings.EmailVerifiedPolicy) throws(AuthError) {
-        guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
+    /// address the token carries, `never` none. `tenant`: the token's `tid` when its provider's
+    /// issuer is a `{tenantid}` one; the subject is then `<tenant>:<sub>` (see `IssuerRule.tenant`).
+    init(provider: ProviderName, claims: [String: JSONValue], emailVerified policy: OIDCProviderSettings.EmailVerifiedPolicy,
+         tenant: String? = nil) throws(AuthError) {
+        guard let sub = claims["sub"]?.stringValue, !sub.isEmpty else {
             throw AuthError(.malformedToken, "the ID token has no sub")
         }
+        let subject = tenant.map { "\($0):\(sub)" } ?? sub
         // Both become parts of table keys; DynamoDB refuses a partition key over 2,048 bytes,
         // so one limit well inside it answers alike on every backend.
         let email = claims["email"]?.stringValue
         guard subject.utf8.count <= VerifiedIdentity.maximumKeyPartBytes,
               (email?.utf8.count ?? 0) <= VerifiedIdentity.maximumKeyPartBytes else {
-            throw AuthError(.malformedToken, "the ID token's sub or email is longer than \(VerifiedIdentity.maximumKeyPartBytes) bytes")
+            let what = tenant == nil ? "sub" : "tid:sub"
+            throw AuthError(.malformedToken, "the ID token's \(what) or email is longer than \(VerifiedIdentity.maximumKeyPartBytes) bytes")
         }
         let verified: Bool
         switch policy {
@@ -87,7 +91,7 @@ public struct VerifiedIdentity: Sendable {
 /// 5. the key for `kid` from the cache, fetching as its policy allows (UNKNOWN_KEY_ID, JWKS_UNAVAILABLE);
 /// 6. the signature, with an algorithm the key allows (INVALID_SIGNATURE);
 /// 7. claims: `iss` (INVALID_ISSUER; a `{tenantid}` issuer with the token's `tid`, among the
-///    allowed tenants), `aud` (INVALID_AUDIENCE), `exp` (TOKEN_EXPIRED), `iat`/`nbf`
+///    allowed tenants), `aud` and, when it names several, `azp` (INVALID_AUDIENCE), `exp` (TOKEN_EXPIRED), `iat`/`nbf`
 ///    (TOKEN_NOT_YET_VALID), `nonce` (NONCE_REQUIRED, NONCE_MISMATCH), `sub` (MALFORMED_TOKEN).
 public final class IDTokenVerifier: Sendable {
     struct ProviderState: Sendable {
@@ -155,7 +159,8 @@ public final class IDTokenVerifier: Sendable {
     public func verify(_ token: String, provider: ProviderName, nonce: String?) throws(AuthError) -> VerifiedIdentity {
         let (claims, state) = try verifiedClaimsAndState(token, provider: provider)
         try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: state.requireNonce ?? requireNonce)
-        return try VerifiedIdentity(provider: provider, claims: claims, emailVerified: state.emailVerified)
+        return try VerifiedIdentity(provider: provider, claims: claims, emailVerified: state.emailVerified,
+                                    tenant: state.issuers.tenant(of: claims))
     }
 
     /// Every check of `verify` but the nonce and `sub`: what a token of the provider that is not
@@ -208,10 +213,26 @@ enum IssuerRule: Sendable {
             guard let tenant = claims["tid"]?.stringValue, !tenant.isEmpty else {
                 throw AuthError(.invalidIssuer, "the token has no tid to match the issuer \(pattern)")
             }
+            // The tenant leads the identity's subject up to the first ':' (`tenant(of:)`).
+            guard !tenant.utf8.contains(UInt8(ascii: ":")) else {
+                throw AuthError(.invalidIssuer, "the token's tid contains ':'")
+            }
             try IDTokenClaims.checkIssuer(claims, issuers: [pattern.replacing(OIDCProviderSettings.tenantPlaceholder, with: tenant)])
             if let tenants, !tenants.contains(tenant) {
                 throw AuthError(.invalidIssuer, "the token's tenant is not among the accepted tenants")
             }
         }
+    }
+
+    /// The tenant an identity of this issuer belongs to, once `check` has passed: the token's
+    /// `tid` for a `{tenantid}` issuer, nil for any other. The identity's subject is then
+    /// `<tid>:<sub>`, because one such issuer speaks for many tenants and nothing makes `sub`
+    /// unique across them: Entra scopes it to a tenant (and an app), and another multi-tenant
+    /// issuer may number each tenant's users from one. Keyed by `sub` alone, a user of one
+    /// tenant would sign in as the user of another who happens to share it. Exact issuers
+    /// (Google, Apple, a single tenant) keep `sub` alone, so their identities stay as stored.
+    func tenant(of claims: [String: JSONValue]) -> String? {
+        guard case .perTenant = self else { return nil }
+        return claims["tid"]?.stringValue
     }
 }

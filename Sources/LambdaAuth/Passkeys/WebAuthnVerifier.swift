@@ -123,7 +123,8 @@ public struct VerifiedAssertion: Sendable {
 }
 
 /// The relying party's checks of W3C WebAuthn Level 3 §7.1 "Registering a new credential" and
-/// §7.2 "Verifying an authentication assertion", in the specification's order. The steps that
+/// §7.2 "Verifying an authentication assertion", in the specification's order but for the
+/// assertion's signature, which precedes its comparisons with the stored credential. The steps that
 /// need the store (the challenge is ours and unused, the credential is new, or known and whose)
 /// are the flows'; this type checks the ceremony against a challenge and a stored credential.
 /// Every refusal is PASSKEY_INVALID naming the check.
@@ -232,7 +233,11 @@ public struct WebAuthnVerifier: Sendable {
     public static let unknownOrBadSignature = invalid("the credential is unknown or its signature does not verify")
 
     /// §7.2 steps 6 and 10 to 23. The checks that need no stored credential run first, for a known
-    /// and an unknown credential alike (nil: none is stored under the presented id).
+    /// and an unknown credential alike (nil: none is stored under the presented id). Then the
+    /// signature, before anything compared with the stored credential: a refusal that named its
+    /// userHandle or BE flag would tell whoever presents a guessed or harvested credential id
+    /// that it is registered (contract section 15), so until the signature verifies every
+    /// failure is `unknownOrBadSignature`. The later messages go only to the key's holder.
     public func verifyAssertion(_ response: AuthenticationResponse, challenge: [UInt8],
                                 credential: StoredCredential?) throws(AuthError) -> VerifiedAssertion {
         try checkClientData(response.clientData, type: "webauthn.get", challenge: challenge)
@@ -240,19 +245,20 @@ public struct WebAuthnVerifier: Sendable {
         try checkAuthenticatorData(authData)
         guard authData.attestedCredential == nil else { throw Self.invalid("an assertion's authenticatorData carries attested credential data") }
         guard let credential else { throw Self.unknownOrBadSignature }
-        // Step 6: a discoverable credential names its user; it must be the credential's.
-        guard let userHandle = response.userHandle else { throw Self.invalid("userHandle is missing") }
-        guard constantTimeEqual(userHandle, credential.userHandle) else { throw Self.invalid("userHandle is not the credential's user") }
-        // Step 18: a credential's backup eligibility never changes.
-        guard authData.flags.contains(.backupEligible) == credential.backupEligible else {
-            throw Self.invalid("backup eligibility (BE) differs from the registered passkey's")
-        }
         let key: COSEPublicKey
         do { key = try COSEPublicKey(encoded: credential.publicKeyBytes) } catch {
             throw .internalError("stored passkey key: \(error)")
         }
         let signed = response.authenticatorData + Array(SHA256.hash(data: response.clientDataJSON))
         guard key.isValidSignature(response.signature, for: signed) else { throw Self.unknownOrBadSignature }
+        // Step 6: a discoverable credential names its user; it must be the credential's. The
+        // handle is not among the signed bytes: a valid signature says nothing of it.
+        guard let userHandle = response.userHandle else { throw Self.invalid("userHandle is missing") }
+        guard constantTimeEqual(userHandle, credential.userHandle) else { throw Self.invalid("userHandle is not the credential's user") }
+        // Step 18: a credential's backup eligibility never changes.
+        guard authData.flags.contains(.backupEligible) == credential.backupEligible else {
+            throw Self.invalid("backup eligibility (BE) differs from the registered passkey's")
+        }
         // Step 22: a count that does not grow means a cloned authenticator, unless neither counts.
         if authData.signCount != 0 || credential.signCount != 0, authData.signCount <= credential.signCount {
             throw Self.invalid("signCount \(authData.signCount) is not above the stored \(credential.signCount)")

@@ -1,4 +1,4 @@
-import LambdaAuth
+@testable import LambdaAuth
 import Testing
 
 /// RFC 8949 Appendix A's examples (the decodable subset, and those the decoder refuses by design),
@@ -95,6 +95,50 @@ import Testing
         // 1 and −2 are different keys, as are the text "a" and the bytes h'61'.
         #expect(Self.refusal("a201022102") == nil)
         #expect(Self.refusal("a2616101416102") == nil)
+    }
+
+    /// A map of `keys`, each an unsigned integer with a two-byte argument, each value null; and
+    /// how many key comparisons reading it took.
+    static func readMap(_ keys: [UInt16]) throws(CBORError) -> (value: CBORValue, comparisons: Int) {
+        var bytes: [UInt8] = [0xB9, UInt8(keys.count >> 8), UInt8(keys.count & 0xFF)]
+        for key in keys { bytes += [0x19, UInt8(key >> 8), UInt8(key & 0xFF), 0xF6] }
+        var reader = CBORDecoder.Reader(bytes: bytes, maximumDepth: 16, maximumItems: 1 << 20)
+        let value = try reader.item(depth: 0)
+        return (value, reader.keyComparisons)
+    }
+
+    /// The duplicate-key check compared each key with every earlier one: 199,990,000 comparisons
+    /// for 20,000 keys. Keys chained by hash meet another only when they collide (or repeat).
+    @Test func aLargeMapTakesComparisonsOnlyForRepeatedKeys() throws {
+        let keys = (0..<20_000).map { UInt16($0) }
+        let (map, comparisons) = try Self.readMap(keys)
+        #expect(map.mapEntries?.count == 20_000)
+        #expect(map[19_999] == .null && map[20_000] == nil)
+        #expect(comparisons < 20, "\(comparisons) comparisons for 20,000 distinct keys")
+        // The same map with its last key repeating the first: refused where the repeat begins,
+        // after about one comparison, not 20,000.
+        var repeated = keys
+        repeated[19_999] = 0
+        do {
+            _ = try Self.readMap(repeated)
+            Issue.record("a repeated key was accepted")
+        } catch {
+            #expect(error == CBORError(reason: "duplicate map key", offset: 3 + 19_999 * 4))
+        }
+    }
+
+    /// Keys of every kind that compare equal hash alike, so the hashed check refuses what the
+    /// scan did: composite keys, and integers encoded at different lengths.
+    @Test func equalKeysOfEveryKindAreDuplicates() {
+        // {[1, "a"]: 0, [1, "a"]: 1}; {{1: h'00'}: 0, {1: h'00'}: 1}; {-1: 0, -1 with a two-byte argument: 1}
+        #expect(Self.refusal("a282016161008201616101")?.reason == "duplicate map key")
+        #expect(Self.refusal("a2a101410000a101410001")?.reason == "duplicate map key")
+        #expect(Self.refusal("a2200039000001")?.reason == "duplicate map key")
+        #expect(Self.refusal("a282016161008201616201") == nil)
+        #expect(Self.refusal("a2f400f501") == nil)
+        #expect(Self.refusal("a2f400f401")?.reason == "duplicate map key")
+        #expect(Self.refusal("a2f600f601")?.reason == "duplicate map key")
+        #expect(Self.refusal("a2410000410001")?.reason == "duplicate map key")
     }
 
     @Test func truncatedInputIsAnErrorAtEveryLength() {

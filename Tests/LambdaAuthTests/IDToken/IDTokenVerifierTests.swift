@@ -189,6 +189,30 @@ final class IDTokenVerifierTests {
         #expect(try code(issuer.token(.apple, changes: ["aud": .string(TestIssuer.googleAudience)]), .apple) == .invalidAudience)
     }
 
+    /// OpenID Connect Core 3.1.3.7 items 4 and 5: a token of several audiences was asked for by
+    /// its `azp`, which must be one of ours; without the check, another client's token that
+    /// merely lists us signs in. A single audience is judged by `aud` alone (Google's token for
+    /// an Android app: the server's client id in `aud`, the Android client's in `azp`).
+    @Test(arguments: [ProviderName.google, .apple])
+    func severalAudiencesNeedAnAuthorizedPartyOfOurs(_ provider: ProviderName) throws {
+        let ours = JSONValue.string(provider == .google ? TestIssuer.googleAudience : TestIssuer.appleAudience)
+        let verifier = try verifier()
+        func code(_ changes: [String: JSONValue?]) throws -> ErrorCode? {
+            try self.code(issuer.token(provider, changes: changes), provider, verifier: verifier)
+        }
+        #expect(try code(["aud": ["someone-else", ours], "azp": "someone-else"]) == .invalidAudience)
+        #expect(try code(["aud": [ours, "someone-else"], "azp": nil]) == .invalidAudience)
+        #expect(try code(["aud": [ours, "someone-else"], "azp": ["someone-else", ours]]) == .invalidAudience)
+        #expect(try code(["aud": ["someone-else", ours], "azp": ours]) == nil)
+        #expect(try code(["aud": ours, "azp": "android-client.apps.example.com"]) == nil)
+        #expect(try code(["aud": [ours], "azp": "android-client.apps.example.com"]) == nil)
+        #expect(try code(["aud": ours, "azp": nil]) == nil)
+        if provider == .google {
+            // Any configured audience may be the authorized party (AUTH_GOOGLE_AUDIENCES has two).
+            #expect(try code(["aud": ["other-client", ours], "azp": "other-client"]) == nil)
+        }
+    }
+
     @Test func expiryHonoursTheSkewAndNamesTheTime() throws {
         let now = issuer.now
         #expect(try code(issuer.token(.google, changes: ["exp": .number(now - 59)])) == nil)

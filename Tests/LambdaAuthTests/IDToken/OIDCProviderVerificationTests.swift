@@ -157,6 +157,28 @@ final class OIDCProviderVerificationTests {
         #expect(code(verifier, try token(), provider: .google) == .invalidIssuer)
     }
 
+    /// A token of the configured provider with `changes` made to its claims (nil removes one).
+    func token(changing changes: [String: JSONValue?]) throws -> String {
+        var options = DevTokenOptions(subject: "oidc-user-1", audience: "app")
+        options.issuer = issuer
+        options.expiresIn = 86_400
+        var claims = options.claims(for: Self.okta, now: Int64(clock.now()))
+        for (name, value) in changes { claims[name] = value }
+        return try identityProvider.token(claims: claims, algorithm: .rs256, declaringAlgorithm: true)
+    }
+
+    /// OpenID Connect Core 3.1.3.7 items 4 and 5, for a configured provider as for Google: of
+    /// several audiences, `azp` must be a configured one; one audience is judged by `aud` alone.
+    @Test func severalAudiencesNeedAnAuthorizedPartyAmongTheConfiguredOnes() throws {
+        let verifier = try verifier([entry(["audiences": ["app", "app-web"]])])
+        #expect(code(verifier, try token(changing: ["aud": ["other", "app"], "azp": "other"])) == .invalidAudience)
+        #expect(code(verifier, try token(changing: ["aud": ["other", "app"]])) == .invalidAudience)
+        #expect(code(verifier, try token(changing: ["aud": ["other", "app"], "azp": "app"])) == nil)
+        #expect(code(verifier, try token(changing: ["aud": ["app", "app-web"], "azp": "app-web"])) == nil)
+        #expect(code(verifier, try token(changing: ["aud": "app", "azp": "other"])) == nil)
+        #expect(code(verifier, try token(changing: ["aud": ["app"], "azp": "other"])) == nil)
+    }
+
     @Test func requireNonceIsPerProviderAndDefaultsToAUTH_REQUIRE_NONCE() throws {
         let strict = try verifier([entry(["requireNonce": true]), entry("lenient")])
         #expect(code(strict, try token()) == .nonceRequired)
@@ -210,6 +232,26 @@ final class OIDCProviderVerificationTests {
         #expect(code(verifier, try microsoftToken(tenant: nil, issuerTenant: "contoso"), provider: Self.microsoft) == .invalidIssuer)
         // The placeholder itself is not a tenant.
         #expect(code(verifier, try microsoftToken(tenant: nil), provider: Self.microsoft) == .invalidIssuer)
+    }
+
+    /// The identity of a `{tenantid}` issuer is `<tid>:<sub>`, so one `sub` in two tenants is two
+    /// identities; an exact issuer's is `sub` alone, as it always was.
+    @Test func aTenantIssuersSubjectCarriesTheTenant() throws {
+        let verifier = try verifier([entry("microsoft", ["issuer": .string(Self.tenantIssuer)]), entry("okta")])
+        let contoso = try verifier.verify(try microsoftToken(tenant: "contoso"), provider: Self.microsoft, nonce: nil)
+        let fabrikam = try verifier.verify(try microsoftToken(tenant: "fabrikam"), provider: Self.microsoft, nonce: nil)
+        #expect(contoso.subject == "contoso:oidc-user-1" && fabrikam.subject == "fabrikam:oidc-user-1")
+        #expect(contoso.claims["sub"] == "oidc-user-1")
+        #expect(try verifier.verify(try token(), provider: Self.okta, nonce: nil).subject == "oidc-user-1")
+        // The tenant is what comes before the first ':' of the subject: a tid holding one is refused.
+        #expect(code(verifier, try microsoftToken(tenant: "contoso:evil"), provider: Self.microsoft) == .invalidIssuer)
+        // tid and sub together stay within the key-part limit.
+        let long = try token(provider: Self.microsoft) { options in
+            options.issuer = Self.tenantIssuer
+            options.tenantID = "contoso"
+            options.subject = String(repeating: "s", count: VerifiedIdentity.maximumKeyPartBytes - "contoso".count)
+        }
+        #expect(code(verifier, long, provider: Self.microsoft) == .malformedToken)
     }
 
     @Test func aTenantOutsideTheAllowListIsRefused() throws {

@@ -160,6 +160,61 @@ import Testing
         #expect(flows.table.takeOperations() == ["GetItem", "Query", "TransactWriteItems"])
     }
 
+    /// The whole HTTP response to a passkey sign-in, as API Gateway would pass it on: status,
+    /// headers and body.
+    static func signInResponseBytes(_ world: FlowWorld, _ credential: JSONValue) throws -> [UInt8] {
+        let flows = try world.inProcess()
+        let request = InvocationRequest(kind: .direct, method: "POST", body: ["provider": "passkey", "credential": credential])
+        let response = try HandlerMain.respond(to: request, context: InvocationContext(requestID: "test", logger: .jsonLines(level: .error)),
+                                               testMode: false) { try flows.handler(HandlerCatalogue.signin) }
+        return EventCodec.encode(response, kind: .httpAPIv2).serializedBytes()
+    }
+
+    /// Contract section 15: whoever presents a credential id without its key must not learn
+    /// whether it is registered. A prober holds an authenticator of its own and sets any id,
+    /// user handle and flags it likes; each answer must be the unknown credential's, byte for byte.
+    @Test func aCredentialIDWithoutItsKeyLearnsNothing() throws {
+        let world = FlowWorld(Self.passkeysOn)
+        let session = try Self.googleSession(world, subject: "dana")
+        var (registered, _) = try Self.register(world, session)
+        let challenge = try Self.loginChallenge(world)
+        let before = try world.allItems(at: 0)
+
+        var unknown = SoftPasskeyAuthenticator(userHandle: registered.userHandle)
+        let expected = try Self.signInResponseBytes(world, unknown.assertion(challenge: challenge))
+        let answer = try JSONValue.parse(expected)
+        #expect(answer["statusCode"] == 401)
+        #expect(try JSONValue.parse(Array((answer["body"]?.stringValue ?? "").utf8))
+                == ["error": ["code": "PASSKEY_INVALID", "message": "the credential is unknown or its signature does not verify",
+                              "status": 401, "retryable": false]])
+
+        func impostor(userHandle: [UInt8]) -> SoftPasskeyAuthenticator {
+            SoftPasskeyAuthenticator(userHandle: userHandle, credentialID: registered.credentialID)
+        }
+        var wrongHandle = impostor(userHandle: [9, 9, 9])
+        var rightHandle = impostor(userHandle: registered.userHandle)
+        var noHandle = rightHandle.assertion(challenge: challenge).objectValue!
+        var response = noHandle["response"]!.objectValue!
+        response["userHandle"] = nil
+        noHandle["response"] = .object(response)
+        var strangerHandle = registered
+        strangerHandle.userHandle = [7]
+        let probes: [(String, JSONValue)] = [
+            ("a registered id, another user's handle", wrongHandle.assertion(challenge: challenge)),
+            ("a registered id, no user handle", .object(noHandle)),
+            ("a registered id, BE cleared", rightHandle.assertion(challenge: challenge,
+                                                                  authenticatorData: rightHandle.authenticatorData(attested: false, flags: 0b0000_0101))),
+            ("a registered id, its own handle", rightHandle.assertion(challenge: challenge)),
+            ("the registered key's signature flipped, wrong handle", strangerHandle.assertion(challenge: challenge, corruptSignature: true)),
+            ("the registered key's signature flipped", registered.assertion(challenge: challenge, corruptSignature: true)),
+        ]
+        for (name, credential) in probes {
+            let bytes = try Self.signInResponseBytes(world, credential)
+            #expect(bytes == expected, "\(name): \(String(decoding: bytes, as: UTF8.self))")
+        }
+        #expect(try world.allItems(at: 0) == before, "no probe wrote anything")
+    }
+
     @Test func racingUsesOfOneChallengeGiveOneSession() throws {
         let world = FlowWorld(Self.passkeysOn)
         let session = try Self.googleSession(world, subject: "racer")

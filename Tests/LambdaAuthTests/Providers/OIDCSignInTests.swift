@@ -107,6 +107,37 @@ import Testing
         #expect(again.responseBody?["isNewUser"] == true && again.responseBody?["user"]?["id"] != .string(userID))
     }
 
+    /// A `{tenantid}` issuer speaks for many tenants, and nothing makes `sub` unique across them:
+    /// one `sub` in two tenants is two identities, so two users, each identity `<tid>:<sub>`.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func oneSubjectInTwoTenantsIsTwoUsers(backend: FlowWorld.Backend) throws {
+        let entra = try Issuer()
+        let configuration = JSONValue.array([["name": "entra", "issuer": .string(entra.server.baseURL + "/{tenantid}/v2.0"),
+                                              "jwksUri": .string(entra.issuer + "/v1/keys"), "audiences": ["entra-app"],
+                                              "emailVerified": "never"]]).serialized()
+        let world = try FlowWorld(["AUTH_OIDC_PROVIDERS": configuration], backend: backend)
+        func token(tenant: String, subject: String = "AAAAAAAAAAAAAAAAAAAAAShared") -> JSONValue {
+            let now = entra.test.now
+            return .string(entra.test.token(["iss": .string(entra.server.baseURL + "/\(tenant)/v2.0"), "tid": .string(tenant),
+                                             "aud": "entra-app", "sub": .string(subject), "iat": .number(now), "exp": .number(now + 3600)]))
+        }
+        let contoso = "3f1c2a54-7e0b-4c8d-9a61-2b5e8d4f6c10", fabrikam = "0b7d6e3a-5c1f-4a2e-8d39-71f0c4b2e9a6"
+
+        let first = try #require(world.run("signin", ["provider": "entra", "idToken": token(tenant: contoso)]).responseBody)
+        let second = try #require(world.run("signin", ["provider": "entra", "idToken": token(tenant: fabrikam)]).responseBody)
+        #expect(first["isNewUser"] == true && second["isNewUser"] == true, "\(second)")
+        #expect(first["user"]?["id"] != second["user"]?["id"])
+        #expect(first["user"]?["identities"]?.arrayValue?.first?["subject"] == .string(contoso + ":AAAAAAAAAAAAAAAAAAAAAShared"))
+        #expect(second["user"]?["identities"]?.arrayValue?.first?["subject"] == .string(fabrikam + ":AAAAAAAAAAAAAAAAAAAAAShared"))
+        let again = try #require(world.run("signin", ["provider": "entra", "idToken": token(tenant: contoso)]).responseBody)
+        #expect(again["user"]?["id"] == first["user"]?["id"] && again["isNewUser"] == false, "a returning user of its own tenant")
+
+        let links = try world.allItems(at: 0).compactMap { $0["PK"]?.stringValue }.filter { $0.hasPrefix("IDENTITY#") }.sorted()
+        #expect(links == ["IDENTITY#entra#\(fabrikam):AAAAAAAAAAAAAAAAAAAAAShared", "IDENTITY#entra#\(contoso):AAAAAAAAAAAAAAAAAAAAAShared"].sorted())
+        // The tenant ends at the first ':', so a tid holding one could pass for another tenant's.
+        #expect(world.run("signin", ["provider": "entra", "idToken": token(tenant: contoso + ":x", subject: "y")]).errorCode == "INVALID_ISSUER")
+    }
+
     /// A returning user of a configured provider whose keys are cached costs what Google's costs
     /// on DynamoDB: the link, the user, one transaction (issue 26); and no request to the issuer.
     @Test func aReturningSignInOnDynamoDBTakesThreeRequests() throws {
