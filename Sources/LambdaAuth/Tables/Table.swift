@@ -20,15 +20,19 @@ public struct QueryRequest: Sendable {
     public var scanIndexForward: Bool
     public var limit: Int?
     public var exclusiveStartKey: Item?
+    /// Items past their `ttl` are returned too, as stored: for a deletion that must leave none of
+    /// them behind (the sweeper may take days), never for a read that decides what a flow answers.
+    public var includingExpired: Bool
 
     public init(indexName: String? = nil, keyCondition: String, attributes: ExpressionAttributes = .init(),
-                scanIndexForward: Bool = true, limit: Int? = nil, exclusiveStartKey: Item? = nil) {
+                scanIndexForward: Bool = true, limit: Int? = nil, exclusiveStartKey: Item? = nil, includingExpired: Bool = false) {
         self.indexName = indexName
         self.keyCondition = keyCondition
         self.attributes = attributes
         self.scanIndexForward = scanIndexForward
         self.limit = limit
         self.exclusiveStartKey = exclusiveStartKey
+        self.includingExpired = includingExpired
     }
 }
 
