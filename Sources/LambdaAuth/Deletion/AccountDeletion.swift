@@ -33,7 +33,9 @@ struct AccountDeletion: Sendable {
     private func deleteEveryItem(of userID: String, logger: Logger) throws(AuthError) {
         try retry.run("deletion") { () throws(AuthError) -> Void? in
             guard let user = try store.user(userID) else {
-                try store.delete(try store.deletableItems(of: userID))
+                // No profile to read may still be an expired one (a guest's) that names the user
+                // until swept; nothing recreates a profile under an id once gone, so it can go.
+                try store.delete(try store.deletableItems(of: userID) + [Keys.profileKey(userID)])
                 return ()
             }
             guard user.profile.deletionRequestedAt != nil else {

@@ -153,4 +153,25 @@ import Glibc
             #expect(left.isEmpty, "\(left)")
         }
     }
+
+    /// A guest past its expiry: its profile is hidden from reads, so the deletion finds no user,
+    /// only leftovers; the expired profile goes with them rather than naming the id until swept.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func anExpiredGuestsDeletionTakesItsProfileToo(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(["AUTH_GUEST": "on", "AUTH_GUEST_TTL": "86400"], backend: backend)
+        let guest = world.run("signin", ["provider": "guest"])
+        let userID = try #require(guest.responseBody?["user"]?["id"]?.stringValue, "\(guest.stdoutText)")
+        if backend == .local { try LocalTable(directory: world.storeDirectory, clock: FixedClock(Double(world.now))).eraseDeletedItems() }
+        world.advanceClock(by: 2 * 86_400)
+        #expect(try world.table().getItem(TableKey(pk: "USER#\(userID)", sk: "PROFILE")) == nil, "the guest has expired")
+
+        let flows = try world.inProcess()
+        #expect(try flows.services.deletion.deleteWithoutCaller(userID: userID, now: world.now, logger: Logger.jsonLines(level: .error)))
+        let items = try Self.items(holding: [userID], in: world)
+        #expect(items.isEmpty, "\(items)")
+        if backend == .local {
+            let left = Self.traces(of: [userID], under: world.storeDirectory)
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
 }
