@@ -68,4 +68,10 @@ public final class RecordingTable: Table, Sendable {
         note("Scan")
         return try base.scan(limit: limit, exclusiveStartKey: exclusiveStartKey)
     }
+
+    /// Forwarded: the protocol's default does nothing, which would leave a wrapped local store's
+    /// log holding what a deletion removed. Not noted: DynamoDB gets no request for it.
+    public func eraseDeletedItems() throws(TableError) {
+        try base.eraseDeletedItems()
+    }
 }

@@ -51,9 +51,11 @@ extension AccountStore {
     }
 
     /// Every key of the user's partition except PROFILE and the identities: sessions, refresh
-    /// tokens, and whatever later kinds live there.
+    /// tokens, and whatever later kinds live there. Expired ones too: they still name the user
+    /// until DynamoDB's sweeper (or a rewrite of their local file) takes them, which may be days.
     func deletableItems(of userID: String) throws(AuthError) -> [TableKey] {
-        try table.queryAll(QueryRequest(keyCondition: "PK = :pk", attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID))])))
+        try table.queryAll(QueryRequest(keyCondition: "PK = :pk", attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID))]),
+                                        includingExpired: true))
             .compactMap(TableKey.init(item:))
             .filter { $0.sk != Keys.profile && !$0.sk.hasPrefix(Keys.identityPrefix) }
     }
@@ -68,6 +70,25 @@ extension AccountStore {
             }
             start += AccountStore.transactionLimit
         }
+    }
+
+    /// The items outside the user's partition that an address of the user names in their keys:
+    /// the live one-time code (`OTP#<address>`) and the per-address code counter
+    /// (`RATE#otp-email#<address without +tag>`). Nothing points from the user to them, so they
+    /// are found by the addresses the user still holds: its profile's, its identities' and its
+    /// email identities' subjects. Deleting the counter gives that mailbox a fresh hour of codes;
+    /// only the account's holder can cause it, and the per-IP limit still holds.
+    static func addressItems(of user: UserView) -> [TableKey] {
+        let addresses = [user.profile.email].compactMap { $0 } + user.identities.compactMap(\.email)
+            + user.identities.filter { $0.provider == .email }.map(\.subject)
+        var keys: Set<TableKey> = []
+        for raw in addresses {
+            // An address that is no EmailAddress never got a code nor a counter.
+            guard let address = try? EmailAddress(raw) else { continue }
+            keys.insert(OneTimeCodeStore.key(address))
+            keys.insert(Keys.rateCounter(.oneTimeCodesPerEmail, key: address.rateLimitKey))
+        }
+        return keys.sorted { ($0.pk, $0.sk) < ($1.pk, $1.sk) }
     }
 
     /// The email claims that point at the user (an identity's email at the time it was claimed).

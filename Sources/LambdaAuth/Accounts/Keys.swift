@@ -13,11 +13,12 @@ import Crypto
 /// | `USER#<userId>` | `REFRESH#<familyId>.<generation>` (earlier tokens: `REFRESH#<tokenId>`; GSI1: `REFRESH#<hash>` / `REFRESH`) | a refresh token |
 /// | `USER#<userId>` | `TOKEN#<provider>` | a provider's sealed refresh token |
 /// | `USER#<userId>` | `WEBAUTHN#HANDLE` | the user's passkey handle |
+/// | `USER#<userId>` | `WEBAUTHN#CHALLENGE#<challenge>` | a passkey registration's challenge |
 /// | `IDENTITY#<provider>#<subject>` | `LINK` | the link an identity signs in by |
 /// | `EMAIL#<email key>` | `USER` | the claim on a verified address |
 /// | `OTP#<address>` | `CODE` | the live one-time code |
 /// | `RATE#<scope>#<key>` | `SLOTS` | a rate-limit counter |
-/// | `PASSKEY_CHALLENGE#<challenge>` | `CHALLENGE` | a WebAuthn ceremony's challenge |
+/// | `PASSKEY_CHALLENGE#<challenge>` | `CHALLENGE` | a passkey sign-in's challenge (no user yet) |
 /// | `NOTIFICATION#apple#<hash>` | `REPLAY` | an Apple notification handled |
 /// | `DEV#SECRETS` | `ACCESS_TOKEN_SIGNING_KEY_RS256`, … | the local store's dev secrets |
 package enum Keys {
@@ -67,6 +68,13 @@ package enum Keys {
     /// WebAuthn's user.id for the user's passkeys.
     static func passkeyHandle(_ userID: String) -> TableKey { TableKey(pk: user(userID), sk: "WEBAUTHN#HANDLE") }
 
+    /// A registration's challenge is the user's: in the user's partition, the account's deletion
+    /// finds and deletes it with the rest (a partition of its own would hold the user id where
+    /// no walk of the account reaches it). `WEBAUTHN#` sorts after the sign-in query's bound.
+    static func passkeyRegistrationChallenge(_ userID: String, _ challenge: [UInt8]) -> TableKey {
+        TableKey(pk: user(userID), sk: "WEBAUTHN#CHALLENGE#" + Base64.urlEncoded(challenge))
+    }
+
     /// Upper bound for a query that returns PROFILE and every IDENTITY# item of a user but none of
     /// the (possibly many) REFRESH# and SESSION# items: "IDENTITY#…" < "PROFILE" < "Q".
     static let profileAndIdentitiesUpperBound = "Q"
@@ -102,6 +110,7 @@ package enum Keys {
         return TableKey(pk: rateCounterPrefix + scope.name + "#" + part, sk: "SLOTS")
     }
 
+    /// A sign-in's challenge, issued before anyone is known (registrations: `passkeyRegistrationChallenge`).
     static func passkeyChallenge(_ challenge: [UInt8]) -> TableKey {
         TableKey(pk: "PASSKEY_CHALLENGE#" + Base64.urlEncoded(challenge), sk: "CHALLENGE")
     }

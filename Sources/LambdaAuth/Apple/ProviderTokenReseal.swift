@@ -1,7 +1,8 @@
 /// `authctl keys reseal`: every stored provider token that an older data key sealed is sealed
 /// again under the first key of AUTH_DATA_KEYS, so that the older key can then be dropped
 /// (docs/keys-and-secrets.md, "Data-key rotation"). All or nothing in intent: every value is opened before anything
-/// is written, and one that no listed key opens stops it with the store unchanged.
+/// is written, and one that no listed key opens stops it with the store unchanged. On success no
+/// store file holds a value sealed under an older key any more (`Table.eraseDeletedItems`).
 public enum ProviderTokenReseal {
     public struct Outcome: Sendable, Equatable {
         /// Values sealed again under the first key.
@@ -45,6 +46,14 @@ public enum ProviderTokenReseal {
             } catch {
                 throw error.authError
             }
+        }
+        // The point of re-sealing is dropping the old key: a value it sealed must not stay in the
+        // store's storage (the local store's log and files) once this reports success. Run even
+        // with nothing re-sealed here, for values a sign-in re-sealed meanwhile.
+        do {
+            try table.eraseDeletedItems()
+        } catch {
+            throw error.authError
         }
         return outcome
     }

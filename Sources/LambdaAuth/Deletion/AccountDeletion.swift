@@ -5,7 +5,8 @@ import Logging
 /// A user can own more items than one transaction holds (100), so the deletion cannot be one
 /// transaction. Instead: (1) the profile is marked (`deletionRequestedAt`, one conditional
 /// write): from then on every flow treats the account as gone; (2) sessions, refresh tokens and
-/// every other item of the user's partition are deleted, 100 per transaction; (3) one last
+/// every other item of the user's partition are deleted, 100 per transaction, and so are the
+/// items keyed by the user's addresses (one-time codes, code counters); (3) one last
 /// transaction deletes the profile with both sides of every link and the email claims. A crash
 /// before (3) leaves a marked profile whose links still point at it, so the next delete-account
 /// or the next sign-in with one of its identities meets the mark and runs `finish` again (every
@@ -32,7 +33,9 @@ struct AccountDeletion: Sendable {
     private func deleteEveryItem(of userID: String, logger: Logger) throws(AuthError) {
         try retry.run("deletion") { () throws(AuthError) -> Void? in
             guard let user = try store.user(userID) else {
-                try store.delete(try store.deletableItems(of: userID))
+                // No profile to read may still be an expired one (a guest's) that names the user
+                // until swept; nothing recreates a profile under an id once gone, so it can go.
+                try store.delete(try store.deletableItems(of: userID) + [Keys.profileKey(userID)])
                 return ()
             }
             guard user.profile.deletionRequestedAt != nil else {
@@ -40,6 +43,8 @@ struct AccountDeletion: Sendable {
             }
             let items = try store.deletableItems(of: userID)
             try store.delete(items)
+            // Before the profile goes: afterwards nothing says which addresses were the user's.
+            try store.delete(AccountStore.addressItems(of: user))
             let claims = try store.emailClaims(of: user)
             if try store.deleteProfileAndLinks(user, emailClaims: claims) {
                 logger.info("account deleted", metadata: ["userId": .string(userID), "items": .number(Int64(items.count + 1 + 2 * user.identities.count + claims.count))])

@@ -1,7 +1,9 @@
 import Crypto
 
 /// The passkey items of the single-table layout (docs/table-layout.md; keys spelled in `Keys`):
-/// - the challenge (`Keys.passkeyChallenge`): purpose, userId (registration), expiresAt, ttl;
+/// - the challenge: a sign-in's in a partition of its own (`Keys.passkeyChallenge`), a
+///   registration's in the user's partition (`Keys.passkeyRegistrationChallenge`): purpose,
+///   handle (registration), expiresAt, ttl;
 /// - the user's handle (`Keys.passkeyHandle`), opaque: WebAuthn's user.id;
 /// - the link (`Keys.identityLink`) every identity has, plus what an assertion is checked against
 ///   (public key, sign count, user handle, backup eligibility), so a sign-in reads one item for
@@ -20,11 +22,16 @@ struct PasskeyStore: Sendable {
     /// A credential id can be 1023 bytes; its SHA-256 keeps keys and subjects short and fixed.
     static func passkeyID(credentialID: [UInt8]) -> String { Base64.urlEncoded(SHA256.hash(data: credentialID)) }
 
+    /// Where a challenge lives: a registration's (the only kind with a user) under its user.
+    static func challengeKey(_ challenge: [UInt8], userID: String?) -> TableKey {
+        userID.map { Keys.passkeyRegistrationChallenge($0, challenge) } ?? Keys.passkeyChallenge(challenge)
+    }
+
     /// `handle`: for a registration, the user handle its options gave the authenticator.
     func putChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, handle: [UInt8]? = nil, now: Int64) throws(AuthError) {
-        var item = Keys.passkeyChallenge(challenge).item
+        precondition((purpose == .register) == (userID != nil), "a registration's challenge, and only it, belongs to a user")
+        var item = Self.challengeKey(challenge, userID: userID).item
         item["purpose"] = .s(purpose.rawValue)
-        if let userID { item["userId"] = .s(userID) }
         if let handle { item["handle"] = .s(Base64.urlEncoded(handle)) }
         item["expiresAt"] = .n(now + Self.challengeLifetime)
         item["ttl"] = .n(now + Self.challengeLifetime)
@@ -32,21 +39,17 @@ struct PasskeyStore: Sendable {
     }
 
     /// Deletes the challenge if it is unused, unexpired, of this purpose and (registration) this
-    /// user's, issued with the handle being stored: the first action of the transaction that
-    /// registers or opens the session, whose failure is CHALLENGE_EXPIRED.
+    /// user's (its key says whose), issued with the handle being stored: the first action of the
+    /// transaction that registers or opens the session, whose failure is CHALLENGE_EXPIRED.
     static func consumeChallenge(_ challenge: [UInt8], purpose: Purpose, userID: String?, handle: [UInt8]? = nil,
                                  now: Int64) -> TransactWriteAction {
         var condition = "attribute_exists(PK) AND purpose = :purpose AND expiresAt > :now"
         var values: [String: AttributeValue] = [":purpose": .s(purpose.rawValue), ":now": .n(now)]
-        if let userID {
-            condition += " AND userId = :user"
-            values[":user"] = .s(userID)
-        }
         if let handle {
             condition += " AND handle = :handle"
             values[":handle"] = .s(Base64.urlEncoded(handle))
         }
-        return .delete(key: Keys.passkeyChallenge(challenge), condition: condition, attributes: ExpressionAttributes(values: values))
+        return .delete(key: challengeKey(challenge, userID: userID), condition: condition, attributes: ExpressionAttributes(values: values))
     }
 
     static let challengeExpired = AuthError(.challengeExpired, "the challenge is unknown, used or expired; ask for new options")

@@ -20,15 +20,19 @@ public struct QueryRequest: Sendable {
     public var scanIndexForward: Bool
     public var limit: Int?
     public var exclusiveStartKey: Item?
+    /// Items past their `ttl` are returned too, as stored: for a deletion that must leave none of
+    /// them behind (the sweeper may take days), never for a read that decides what a flow answers.
+    public var includingExpired: Bool
 
     public init(indexName: String? = nil, keyCondition: String, attributes: ExpressionAttributes = .init(),
-                scanIndexForward: Bool = true, limit: Int? = nil, exclusiveStartKey: Item? = nil) {
+                scanIndexForward: Bool = true, limit: Int? = nil, exclusiveStartKey: Item? = nil, includingExpired: Bool = false) {
         self.indexName = indexName
         self.keyCondition = keyCondition
         self.attributes = attributes
         self.scanIndexForward = scanIndexForward
         self.limit = limit
         self.exclusiveStartKey = exclusiveStartKey
+        self.includingExpired = includingExpired
     }
 }
 
@@ -110,9 +114,10 @@ public protocol Table: Sendable {
     func transactWrite(_ actions: [TransactWriteAction]) throws(TableError)
     /// Every item, in no particular order, a page at a time (authctl's scan and export).
     func scan(limit: Int?, exclusiveStartKey: Item?) throws(TableError) -> QueryPage
-    /// Called once a deletion of personal data committed: afterwards no byte of the deleted
-    /// items may remain in the table's storage (contract section 13). DynamoDB's deletions are
-    /// that already; the local store checkpoints.
+    /// Called once a deletion of personal data, or a rewrite of sealed values, committed:
+    /// afterwards no byte of the deleted items, nor of what rewritten items held before, may
+    /// remain in the table's storage (contract section 13). DynamoDB's writes are that already;
+    /// the local store checkpoints and cuts its log back.
     func eraseDeletedItems() throws(TableError)
 }
 

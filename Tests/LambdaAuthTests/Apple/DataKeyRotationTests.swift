@@ -102,6 +102,38 @@ import Testing
         #expect(!logs.contains(oldKey) && !logs.contains(newKey))
     }
 
+    /// Once reseal reports success the retired key can go: no file of the local store (its log,
+    /// its partition files) still holds a value that key sealed, whether the value was still in
+    /// the log or already checkpointed into a partition file.
+    @Test func afterResealNoStoreFileHoldsAValueSealedUnderTheRetiredKey() throws {
+        let apple = try AppleServerFixture()
+        let world = try FlowWorld(apple.environment, backend: .local)
+        var sealed: [String] = []
+        for (index, subject) in ["000100.retired.1", "000100.retired.2"].enumerated() {
+            let code = apple.server.mintCode(subject: subject, clientID: TestIssuer.appleAudience)
+            let output = world.run("signin", ["provider": "apple", "idToken": .string(world.appleToken(subject: subject)),
+                                              "authorizationCode": .string(code)])
+            let userID = try #require(output.responseBody?["user"]?["id"]?.stringValue, "\(output.stdoutText)")
+            sealed.append(try #require(try world.table().getItem(TableKey(pk: "USER#\(userID)", sk: "TOKEN#apple"))?["sealedToken"]?.stringValue))
+            // The first value checkpointed into its partition file, the second left in the log.
+            if index == 0 { try LocalTable(directory: world.storeDirectory, clock: FixedClock(Double(world.now))).eraseDeletedItems() }
+        }
+        // base64's '/' may be escaped in JSON: the longest run of letters and digits stands for the value.
+        let needles = sealed.map { (value: String) -> String in
+            let runs: [Substring] = value.split(whereSeparator: { (character: Character) -> Bool in
+                !(character.isASCII && (character.isLetter || character.isNumber))
+            })
+            return runs.max { $0.count < $1.count }.map(String.init) ?? value
+        }
+        #expect(!OnDiskErasureTests.traces(of: needles, under: world.storeDirectory).isEmpty, "the probe finds the sealed values before")
+
+        let rotated = world.environment.merging(["AUTH_DATA_KEY": "", "AUTH_DATA_KEYS": "\(Base64.encoded(SystemRandomSource().bytes(32))),\(Base64.encoded(apple.dataKey))"]) { $1 }
+        let resealed = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: ["keys", "reseal"], environment: rotated)
+        #expect(resealed.exitCode == 0 && resealed.stdoutText.contains("re-sealed 2,"), "\(resealed.stdoutText)\(resealed.stderrText)")
+        let left = OnDiskErasureTests.traces(of: needles, under: world.storeDirectory)
+        #expect(left.isEmpty, "\(left)")
+    }
+
     /// The keys may come from AWS (AUTH_SECRETS), for authctl as for the handlers.
     @Test func resealReadsTheKeysFromASecret() throws {
         let apple = try AppleServerFixture()

@@ -1,6 +1,8 @@
 import Crypto
 @testable import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
+import Logging
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -55,5 +57,121 @@ import Glibc
         let stayerID = try #require(stayer["user"]?["id"]?.stringValue)
         #expect(try world.table().getItem(TableKey(pk: "USER#\(stayerID)", sk: "PROFILE")) != nil, "the other user is intact")
         #expect(world.run("sessions", ["accessToken": try #require(stayer["tokens"]?["accessToken"])]).errorCode == nil)
+    }
+    /// Every item (expired or not) whose key or content holds one of `needles`, as the backend stores it.
+    static func items(holding needles: [String], in world: FlowWorld) throws -> [String] {
+        try world.allItems(at: 0).compactMap { item -> String? in
+            let text = DynamoJSON.encode(item).serialized()
+            let held = needles.filter { text.contains($0) }
+            return held.isEmpty ? nil : "\(item["PK"]?.stringValue ?? "?") \(item["SK"]?.stringValue ?? "?"): \(held)"
+        }
+    }
+
+    /// The user holds an item of every kind in docs/table-layout.md that can name a user: the
+    /// partition's (profile, each identity's side, a passkey's, session, refresh token, Apple's
+    /// sealed token, the passkey handle, a pending registration challenge, an expired item) and
+    /// the other partitions' (both sides of each link, the email claim, a pending one-time code
+    /// for its address, the per-address code counter). After delete-account no item and (local
+    /// store) no file holds its id, subjects, passkey, handle or addresses, in names or bytes.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func afterDeleteAccountNoItemOfAnyKindNamesTheUser(backend: FlowWorld.Backend) throws {
+        let apple = try AppleServerFixture()
+        let environment = apple.environment.merging(EmailCodeWorld.environment()) { $1 }.merging(PasskeyFlowTests.passkeysOn) { $1 }
+        let world = try FlowWorld(environment, backend: backend)
+        world.setEnvironment("AUTH_EMAIL_SENDER", "outbox:\(world.directory)/outbox")
+        let codes = EmailCodeWorld(world: world, flows: try world.inProcess())
+        let appleSubject = "000555.kinds.72", googleSubject = "kinds-subject-72"
+        let relay = "kinds-72@privaterelay.appleid.com", email = "kinds-72@example.com", tagged = "kinds-72+codes@example.com"
+        let stayer = world.signIn(token: world.googleToken(subject: "stays-72", email: "stays-72@example.com"))
+
+        // Apple first, with an authorization code: Apple's refresh token is sealed and kept.
+        let signedIn = world.run("signin", ["provider": "apple", "idToken": .string(world.appleToken(subject: appleSubject, email: relay)),
+                                            "authorizationCode": .string(apple.server.mintCode(subject: appleSubject, clientID: TestIssuer.appleAudience))])
+        let body = try #require(signedIn.responseBody, "\(signedIn.stdoutText)")
+        let userID = try #require(body["user"]?["id"]?.stringValue, "\(signedIn.stdoutText)")
+        let accessToken = try #require(body["tokens"]?["accessToken"]?.stringValue)
+        let linked = world.run("link-provider", ["accessToken": .string(accessToken), "provider": "google",
+                                                 "idToken": .string(world.googleToken(subject: googleSubject, email: email))])
+        #expect(linked.errorCode == nil, "\(linked.stdoutText)")
+        let code = try #require(try codes.start(tagged).get().status == 202 ? codes.latestCode(tagged) : nil)
+        #expect(throws: Never.self) { try codes.link(tagged, code: code, accessToken: accessToken).get() }
+        let (_, passkeyID) = try PasskeyFlowTests.register(world, PasskeyFlowTests.Session(userID: userID, accessToken: accessToken))
+        // Pending when the account goes: a registration's options, a code to the address.
+        let options = try PasskeyFlowTests.passkey(world, ["action": "register-options", "accessToken": .string(accessToken)])
+        let handle = try #require(options["publicKey"]?["user"]?["id"]?.stringValue)
+        #expect(try codes.start(email).get().status == 202)
+        // An item past its ttl still names the user until something sweeps it.
+        try world.table().putItem(["PK": .s("USER#\(userID)"), "SK": .s("SESSION#expired-72"), "status": .s("REVOKED"),
+                                   "ttl": .n(world.now - 10)])
+
+        let kinds = try world.allItems(at: 0).map { "\($0["PK"]?.stringValue ?? "") \($0["SK"]?.stringValue ?? "")" }
+        for kind in ["USER#\(userID) PROFILE", "USER#\(userID) IDENTITY#apple", "USER#\(userID) IDENTITY#google",
+                     "USER#\(userID) IDENTITY#email", "USER#\(userID) IDENTITY#passkey#", "USER#\(userID) SESSION#",
+                     "USER#\(userID) REFRESH#", "USER#\(userID) TOKEN#apple", "USER#\(userID) WEBAUTHN#HANDLE",
+                     "USER#\(userID) WEBAUTHN#CHALLENGE#", "IDENTITY#apple#\(appleSubject) LINK", "IDENTITY#google#\(googleSubject) LINK",
+                     "IDENTITY#email#\(tagged) LINK", "IDENTITY#passkey#\(passkeyID) LINK", "OTP#\(email) CODE",
+                     "RATE#otp-email#\(email) SLOTS"] {
+            #expect(kinds.contains { $0.hasPrefix(kind) }, "the user holds a \(kind) item before the deletion")
+        }
+        #expect(try world.allItems(at: 0).contains { $0["PK"]?.stringValue?.hasPrefix("EMAIL#") == true && $0["userId"] == .s(userID) },
+                "the user claims an address")
+        let needles = [userID, appleSubject, googleSubject, relay, email, tagged, passkeyID, handle]
+
+        let deleted = world.run("delete-account", ["accessToken": .string(accessToken)])
+        #expect(deleted.responseBody?["deleted"] == true, "\(deleted.stdoutText)")
+        let items = try Self.items(holding: needles, in: world)
+        #expect(items.isEmpty, "\(items)")
+        if backend == .local {
+            let left = Self.traces(of: needles, under: world.storeDirectory)
+            #expect(left.isEmpty, "\(left)")
+        }
+        let stayerID = try #require(stayer["user"]?["id"]?.stringValue)
+        #expect(try world.table().getItem(TableKey(pk: "USER#\(stayerID)", sk: "PROFILE")) != nil, "the other user is intact")
+    }
+
+    /// A user whose sessions and tokens have all expired (an operator's or Apple's deletion, no
+    /// caller): its expired items are deleted too, not left for a sweeper that may take days
+    /// (DynamoDB) or never come (a local file whose family has nothing live to rewrite it for).
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func aDeletionWithoutCallerTakesTheUsersExpiredItemsToo(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(backend: backend)
+        let signedIn = world.signIn(token: world.googleToken(subject: "lapsed-73", email: "lapsed-73@example.com"))
+        let userID = try #require(signedIn["user"]?["id"]?.stringValue)
+        #expect(world.run("refresh", ["refreshToken": try #require(signedIn["tokens"]?["refreshToken"])]).errorCode == nil)
+        if backend == .local { try LocalTable(directory: world.storeDirectory, clock: FixedClock(Double(world.now))).eraseDeletedItems() }
+        world.advanceClock(by: 400 * 86_400)
+        #expect(try world.allItems().filter { $0["PK"]?.stringValue == "USER#\(userID)" && $0["SK"]?.stringValue?.hasPrefix("S") == true }.isEmpty,
+                "every session has expired")
+
+        let flows = try world.inProcess()
+        #expect(try flows.services.deletion.deleteWithoutCaller(userID: userID, now: world.now, logger: Logger.jsonLines(level: .error)))
+        let needles = [userID, "lapsed-73"]
+        let items = try Self.items(holding: needles, in: world)
+        #expect(items.isEmpty, "\(items)")
+        if backend == .local {
+            let left = Self.traces(of: needles, under: world.storeDirectory)
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
+    /// A guest past its expiry: its profile is hidden from reads, so the deletion finds no user,
+    /// only leftovers; the expired profile goes with them rather than naming the id until swept.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func anExpiredGuestsDeletionTakesItsProfileToo(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(["AUTH_GUEST": "on", "AUTH_GUEST_TTL": "86400"], backend: backend)
+        let guest = world.run("signin", ["provider": "guest"])
+        let userID = try #require(guest.responseBody?["user"]?["id"]?.stringValue, "\(guest.stdoutText)")
+        if backend == .local { try LocalTable(directory: world.storeDirectory, clock: FixedClock(Double(world.now))).eraseDeletedItems() }
+        world.advanceClock(by: 2 * 86_400)
+        #expect(try world.table().getItem(TableKey(pk: "USER#\(userID)", sk: "PROFILE")) == nil, "the guest has expired")
+
+        let flows = try world.inProcess()
+        #expect(try flows.services.deletion.deleteWithoutCaller(userID: userID, now: world.now, logger: Logger.jsonLines(level: .error)))
+        let items = try Self.items(holding: [userID], in: world)
+        #expect(items.isEmpty, "\(items)")
+        if backend == .local {
+            let left = Self.traces(of: [userID], under: world.storeDirectory)
+            #expect(left.isEmpty, "\(left)")
+        }
     }
 }

@@ -41,6 +41,7 @@ struct TableConformance {
         try transactionsCommitOrCancelWithReasons()
         try refusedExpressions()
         if hidesExpiredItemsImmediately { try expiredItemsAreInvisible() }
+        try aQueryIncludingExpiredItemsSeesThemAll()
     }
 
     private func user(_ name: String) -> String { "USER#\(runID)-\(name)" }
@@ -440,6 +441,24 @@ struct TableConformance {
                                              attributes: ExpressionAttributes(values: [":h": .s("REFRESH#\(runID)-expired")]))).items.isEmpty)
         // An expired item counts as absent for conditions: it can be created again.
         try table.putItem(expired, condition: "attribute_not_exists(PK)", attributes: .init())
+    }
+
+    /// What a deletion that must leave nothing behind reads: the expired items as stored, beside
+    /// the live ones, on every backend (DynamoDB's sweeper may not have run for days).
+    func aQueryIncludingExpiredItemsSeesThemAll() throws {
+        let table = try makeTable()
+        var expired = TableKey(pk: user("swept"), sk: "SESSION#old").item
+        expired["ttl"] = .n(now - 10)
+        var live = TableKey(pk: user("swept"), sk: "SESSION#new").item
+        live["ttl"] = .n(now + 3600)
+        try table.putItem(expired)
+        try table.putItem(live)
+        var request = QueryRequest(keyCondition: "PK = :p", attributes: ExpressionAttributes(values: [":p": .s(user("swept"))]))
+        #expect(try table.query(request).items.compactMap { $0["SK"]?.stringValue } == ["SESSION#new"])
+        request.includingExpired = true
+        #expect(try table.query(request).items.compactMap { $0["SK"]?.stringValue } == ["SESSION#new", "SESSION#old"])
+        try table.deleteItem(TableKey(item: expired)!)
+        #expect(try table.query(request).items.compactMap { $0["SK"]?.stringValue } == ["SESSION#new"], "deleted, not merely hidden")
     }
 }
 

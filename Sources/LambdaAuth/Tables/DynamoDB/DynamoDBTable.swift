@@ -88,7 +88,7 @@ public struct DynamoDBTable: Table {
         }
         if let limit = request.limit { body["Limit"] = .number(limit) }
         if let start = request.exclusiveStartKey { body["ExclusiveStartKey"] = DynamoJSON.encode(start) }
-        return try page(client.call("Query", .object(body)))
+        return try page(client.call("Query", .object(body)), hidingExpired: !request.includingExpired)
     }
 
     public func transactWrite(_ actions: [TransactWriteAction]) throws(TableError) {
@@ -212,14 +212,15 @@ public struct DynamoDBTable: Table {
         return ttl < now
     }
 
-    func page(_ response: JSONValue) throws(TableError) -> QueryPage {
+    func page(_ response: JSONValue, hidingExpired: Bool = true) throws(TableError) -> QueryPage {
         guard let items = response["Items"]?.arrayValue else {
             throw .unavailable("DynamoDB answered without Items")
         }
         var visibleItems: [Item] = []
         visibleItems.reserveCapacity(items.count)
         for item in items {
-            if let decoded = try visible(decode(item)) { visibleItems.append(decoded) }
+            let decoded = try decode(item)
+            if let kept = hidingExpired ? visible(decoded) : decoded { visibleItems.append(kept) }
         }
         let lastKey = try response["LastEvaluatedKey"].map { json throws(TableError) in try decode(json) }
         return QueryPage(items: visibleItems, lastEvaluatedKey: lastKey)

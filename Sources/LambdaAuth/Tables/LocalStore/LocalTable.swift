@@ -143,6 +143,8 @@ public final class LocalTable: Table, Sendable {
             start = order(exclusiveStartKey)
         }
         return try read { reader throws(TableError) in
+            // A reader at the dawn of time sees every stored item as unexpired.
+            let reader = request.includingExpired ? StoreReader(layout: reader.layout, overlay: reader.overlay, now: -.infinity) : reader
             let matches: (String) -> Bool = { condition.sortKey?.matches($0) ?? true }
             guard onIndex else {
                 // One partition: the sort key alone orders it (no key tuple built per item).
