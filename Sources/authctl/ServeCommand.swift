@@ -20,6 +20,8 @@ struct ServeCommand: ParsableCommand {
     var host: String?
     @Option(help: "The port (0: any free one, printed).") var port: UInt16 = 8787
     @Option(help: "The dev identity provider's directory (dev defaults only).") var devDir = DevIdentityProvider.defaultDirectory
+    @Option(help: "The authorizer in front of the guarded routes, as the template's Authorizer parameter: jwt (API Gateway's JWT authorizer) or lambda (our authorizer function: revoked sessions refused within 5 s).")
+    var authorizer: ServeAuthorizerOption = .jwt
 
     func run() throws {
         // Loopback unless --host says otherwise: anything else exposes the store (and, on the dev
@@ -41,7 +43,7 @@ struct ServeCommand: ParsableCommand {
                 .google: DevEnvironment.googleAudiences[0], .apple: DevEnvironment.appleAudiences[0],
             ])
         }
-        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes)
+        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes, authorizer: authorizer.mode)
         // Blocked before any thread starts, so every thread inherits the mask and only sigwait
         // below takes them: a signal never interrupts a handler mid-request.
         var stopSignals = sigset_t()
@@ -79,4 +81,20 @@ struct OpenAPICommand: ParsableCommand {
     func run() throws {
         print(OpenAPIDocument.text, terminator: "")
     }
+}
+
+/// `--authorizer jwt|lambda`.
+struct ServeAuthorizerOption: ExpressibleByArgument {
+    let mode: ServeAuthorizer
+    static let jwt = ServeAuthorizerOption(mode: .jwt)
+
+    init(mode: ServeAuthorizer) { self.mode = mode }
+
+    init?(argument: String) {
+        guard let mode = ServeAuthorizer(rawValue: argument) else { return nil }
+        self.mode = mode
+    }
+
+    static var allValueStrings: [String] { ServeAuthorizer.allCases.map(\.rawValue) }
+    var defaultValueDescription: String { mode.rawValue }
 }

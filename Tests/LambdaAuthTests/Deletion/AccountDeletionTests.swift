@@ -77,7 +77,7 @@ import Glibc
         try Self.expectNoTrace(of: userID, links: [TableKey(pk: "IDENTITY#google#leaver", sk: "LINK")], emails: ["leaver@example.com"], in: world)
         let refresh = world.run("refresh", ["refreshToken": refreshToken])
         #expect(["REFRESH_TOKEN_NOT_FOUND", "REFRESH_TOKEN_REVOKED"].contains(refresh.errorCode ?? ""), "\(refresh.stdoutText)")
-        #expect(world.run("sessions", ["accessToken": accessToken]).errorCode == "ACCESS_TOKEN_INVALID")
+        #expect(world.run("sessions", ["accessToken": accessToken]).errorCode == "ACCESS_TOKEN_REVOKED")
 
         let again = world.signIn(token: token)
         #expect(again["isNewUser"] == true)
@@ -172,7 +172,7 @@ import Glibc
             states[profile == nil ? "finished" : profile?["deletionRequestedAt"] == nil ? "not begun" : "interrupted", default: 0] += 1
             if instant % 2 == 0 {
                 let second = world.run("delete-account", ["accessToken": accessToken])
-                #expect(second.responseBody?["deleted"] == true || second.errorCode == "ACCESS_TOKEN_INVALID",
+                #expect(second.responseBody?["deleted"] == true || second.errorCode == "ACCESS_TOKEN_REVOKED",
                         "after a kill at \(delay) µs: \(second.stdoutText)")
             } else {
                 let again = world.signIn(token: token)
