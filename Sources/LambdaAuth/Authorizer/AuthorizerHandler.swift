@@ -16,7 +16,8 @@
 public struct AuthorizerHandler: RequestHandler {
     let rules: GatewayJWTRules
     let keys: @Sendable () throws(AuthError) -> [JSONWebKey]
-    let revocations: RevocationCache
+    /// Public for counting: the promise is no table read per request.
+    public let revocations: RevocationCache
     let clock: any WallClock
 
     public init(rules: GatewayJWTRules, keys: @escaping @Sendable () throws(AuthError) -> [JSONWebKey], revocations: RevocationCache,

@@ -17,6 +17,9 @@ struct LambdaAuthorizerGate: Sendable {
     let handler: Result<any RequestHandler, AuthError>
     let testMode: Bool
 
+    /// The authorizer's table reads so far (its revocation list's): none per request.
+    var tableReads: Int { ((try? handler.get()) as? AuthorizerHandler)?.revocations.reads ?? 0 }
+
     init(services: AuthServices, testMode: Bool) {
         handler = Result { () throws(AuthError) in try HandlerCatalogue.authorizer.compose(services) }
         self.testMode = testMode

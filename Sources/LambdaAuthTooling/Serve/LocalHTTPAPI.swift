@@ -64,6 +64,9 @@ public final class LocalHTTPAPI: Sendable {
         self.eventObserver = eventObserver
     }
 
+    /// With `--authorizer lambda`: the authorizer's table reads so far (tests count them).
+    public var authorizerTableReads: Int? { lambdaAuthorizer?.tableReads }
+
     /// Generated once: the catalogue and the schemas are fixed for the life of the process.
     static let openAPIBody = Array(OpenAPIDocument.text.utf8)
 

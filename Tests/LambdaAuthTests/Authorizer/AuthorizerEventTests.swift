@@ -55,11 +55,11 @@ import Testing
                 "\(refused.stderrText.suffix(600))")
         for name in ["rest-token", "rest-request"] {
             let rest = world.run("authorizer", raw: try Self.sample(name, token: token))
-            #expect(rest.responseBody?["policyDocument"]?["Statement"]?[0]?["Effect"] == "Deny", "\(name)")
+            #expect(rest.responseBody?["policyDocument"]?["Statement"]?.arrayValue?.first?["Effect"] == "Deny", "\(name)")
             #expect(rest.responseBody?["context"] == nil)
         }
         // A garbage token, and any other event: refused, not allowed.
-        #expect(world.run("authorizer", raw: try Self.sample("rest-token", token: "garbage")).responseBody?["policyDocument"]?["Statement"]?[0]?["Effect"] == "Deny")
+        #expect(world.run("authorizer", raw: try Self.sample("rest-token", token: "garbage")).responseBody?["policyDocument"]?["Statement"]?.arrayValue?.first?["Effect"] == "Deny")
         #expect(world.run("authorizer", ["accessToken": .string(token)]).errorCode == "INVALID_REQUEST")
     }
 
@@ -91,7 +91,7 @@ import Testing
         try #require(verdicts.count == tokens.count)
         for (index, token) in tokens.enumerated() {
             let ours = world.run("authorizer", raw: try Self.sample("rest-token", token: token))
-            let effect = ours.responseBody?["policyDocument"]?["Statement"]?[0]?["Effect"]?.stringValue
+            let effect = ours.responseBody?["policyDocument"]?["Statement"]?.arrayValue?.first?["Effect"]?.stringValue
             #expect((effect == "Allow") == (verdicts[index].authorizer == "ok"), "token \(index): ours \(effect ?? "?"), \(verdicts[index])")
             // PyJWT reads client_id as nothing; elsewhere it agrees with the documented rules on RSA tokens.
             if index != 5 {

@@ -20,7 +20,7 @@ import Testing
     static func authorize(_ world: FlowWorld, _ accessToken: String) -> String? {
         let answer = world.run("authorizer", ["type": "TOKEN", "authorizationToken": .string("Bearer " + accessToken),
                                               "methodArn": "arn:aws:execute-api:us-east-1:123456789012:api/prod/GET/orders"])
-        return answer.responseBody?["policyDocument"]?["Statement"]?[0]?["Effect"]?.stringValue
+        return answer.responseBody?["policyDocument"]?["Statement"]?.arrayValue?.first?["Effect"]?.stringValue
     }
 
     struct Session {
