@@ -67,7 +67,8 @@ public enum HandlerCatalogue {
     public static let authorizer = HandlerEntry(name: "authorizer", routes: []) { services in
         AuthorizerHandler(rules: GatewayJWTRules(issuer: services.configuration.issuer, audiences: [services.configuration.accessTokenAudience]),
                           keys: { () throws(AuthError) in
-                              (try services.accessTokenKeys())?.keys.map { JSONWebKey(keyID: $0.keyID, material: $0.signingKey.publicMaterial) } ?? []
+                              // Each key's public JWK is derived once, when the key is loaded.
+                              (try services.accessTokenKeys())?.keys.map(\.verificationKey) ?? []
                           },
                           revocations: services.makeRevocationCache(), clock: services.clock)
     }

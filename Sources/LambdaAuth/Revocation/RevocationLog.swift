@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The table's record of revocations that access tokens already issued must hear of (contract
 /// section 20): each revocation adds its entries to its own transaction, so no session ends
 /// without being listed, and none is listed that did not end. An entry lives as long as a token
@@ -52,50 +50,23 @@ struct RevocationLog: Sendable {
 }
 
 /// The list as a resident process keeps it: read from the table at most once per `maximumAge`
-/// (5 s), the lock held across the read so concurrent requests share one; when the table cannot
-/// be read, the last list serves for 60 s past its read, then the read's error is thrown (the
-/// `authorizer` refuses rather than let a sign-out go unheard).
+/// (5 s), concurrent requests sharing one read; when the table cannot be read, the last list
+/// serves for 60 s past its read, then the read's error is thrown (the `authorizer` fails rather
+/// than let a sign-out go unheard). `PeriodicValue` is that policy, the verifier's feed's too.
 public final class RevocationCache: Sendable {
     let log: RevocationLog
-    let clock: any WallClock
-    let maximumAge: Double
-
-    private struct State {
-        var list: RevocationList?
-        var readAt = -Double.infinity
-        var lastAttempt = -Double.infinity
-        var reads = 0
-    }
-    private let state = Mutex(State())
+    private let list: PeriodicValue<RevocationList>
 
     init(log: RevocationLog, clock: any WallClock, maximumAge: Double = Double(RevocationDocument.maximumAge)) {
         self.log = log
-        self.clock = clock
-        self.maximumAge = maximumAge
+        list = PeriodicValue(maximumAge: maximumAge, lastGoodAllowance: RevocationFeed.lastGoodAllowance, clock: clock)
     }
 
     /// Table reads so far (the promise is none per request: tests and the bench count them).
-    public var reads: Int { state.withLock { $0.reads } }
+    public var reads: Int { list.reads }
 
     public func current() throws(AuthError) -> RevocationList {
-        try state.withLock { (state) throws(AuthError) -> RevocationList in
-            let now = clock.now()
-            if let list = state.list, now - state.readAt < maximumAge { return list }
-            var failure: AuthError?
-            if now - state.lastAttempt >= maximumAge {
-                state.lastAttempt = now
-                state.reads += 1
-                do throws(AuthError) {
-                    state.list = try log.read(now: Int64(now.rounded(.down)))
-                    state.readAt = now
-                    return state.list!
-                } catch {
-                    failure = error
-                }
-            }
-            if let list = state.list, now - state.readAt < 60 { return list }
-            throw failure ?? AuthError(.storeUnavailable, "the revocation list cannot be read right now")
-        }
+        try list.current { (_, now) throws(AuthError) in try log.read(now: Int64(now.rounded(.down))) }
     }
 }
 

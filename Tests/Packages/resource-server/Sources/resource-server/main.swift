@@ -6,9 +6,14 @@ import Glibc
 // resource-server BASE_URL ISSUER: one verifier for the life of the process, as a service keeps
 // it, with the issuer's revocation feed; each line of stdin is an access token, and each answer
 // line is `ok <sub> <sid>` or the error code. The feed is read at most once per 5 s.
+func standardError(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count == 3 else {
-    fputs("usage: resource-server BASE_URL ISSUER\n", stderr)
+    standardError("usage: resource-server BASE_URL ISSUER")
     exit(2)
 }
 let base = arguments[1], issuer = arguments[2]
@@ -17,7 +22,7 @@ do {
     verifier = try AccessTokenVerifier(jwksURL: base + "/.well-known/jwks.json", issuer: issuer,
                                        revocations: RevocationFeedSettings(url: base + "/.well-known/revocations"))
 } catch {
-    fputs("resource-server: \(error)\n", stderr)
+    standardError("resource-server: \(error)")
     exit(1)
 }
 while let line = readLine() {
