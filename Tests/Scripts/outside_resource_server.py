@@ -21,7 +21,7 @@ import urllib.request
 
 
 def main():
-    authctl, resource_server = sys.argv[1], sys.argv[2]
+    authctl, resource_server = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     directory = tempfile.mkdtemp(prefix="outside-resource-server-")
     environment = {name: value for name, value in os.environ.items() if not name.startswith("AUTH_")}
     environment.update({"AUTH_MAX_SESSIONS": "2", "AUTH_REFRESH_GRACE": "0"})

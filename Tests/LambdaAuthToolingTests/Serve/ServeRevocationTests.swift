@@ -23,14 +23,8 @@ import Glibc
 
     init() throws {
         identityProvider = try DevIdentityProvider.initialize(directory: directory + "/dev").provider
-        let jwks = "file://" + DevIdentityProvider.jwksPath(in: directory + "/dev")
-        let environment = [
-            "AUTH_STORE": directory + "/store", "AUTH_CACHE_DIR": directory + "/cache",
-            "AUTH_GOOGLE_AUDIENCES": "web-client", "AUTH_GOOGLE_JWKS_URL": jwks,
-            "AUTH_APPLE_AUDIENCES": "com.example.app", "AUTH_APPLE_JWKS_URL": jwks,
-            "AUTH_SIGNING_KEYS": signingKey.pemRepresentation, "AUTH_CREDENTIALS_SECRET": "a-test-secret-of-enough-length",
-            "AUTH_MAX_SESSIONS": "2", "AUTH_REFRESH_GRACE": "0", "AUTH_LOG_LEVEL": "error",
-        ]
+        let environment = ServeTests.environment(directory, signingKeys: signingKey.pemRepresentation)
+            .merging(["AUTH_MAX_SESSIONS": "2", "AUTH_REFRESH_GRACE": "0"]) { $1 }
         api = try LocalHTTPAPI(environment: environment, authorizer: .lambda, logSink: { _ in })
         let api = self.api
         listener = try ServeListener(host: "127.0.0.1", port: 0) { api.respond($0) }

@@ -6,10 +6,13 @@ import Glibc
 // resource-server BASE_URL ISSUER: one verifier for the life of the process, as a service keeps
 // it, with the issuer's revocation feed; each line of stdin is an access token, and each answer
 // line is `ok <sub> <sid>` or the error code. The feed is read at most once per 5 s.
-func standardError(_ text: String) {
+func writeLine(_ text: String, to descriptor: Int32) {
     var line = text + "\n"
-    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    line.withUTF8 { _ = write(descriptor, $0.baseAddress, $0.count) }
 }
+func standardError(_ text: String) { writeLine(text, to: 2) }
+// Unbuffered: the driver reads each answer before it sends the next token.
+func answer(_ text: String) { writeLine(text, to: 1) }
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3 else {
@@ -28,14 +31,13 @@ do {
 while let line = readLine() {
     let token = String(line.drop { $0 == " " })
     if token == "fetches" {
-        print("fetches \(verifier.revocationFetches)")
+        answer("fetches \(verifier.revocationFetches)")
     } else {
         do {
             let claims = try verifier.verify(token)
-            print("ok \(claims.userID) \(claims.sessionID)")
+            answer("ok \(claims.userID) \(claims.sessionID)")
         } catch {
-            print(error.code.rawValue)
+            answer(error.code.rawValue)
         }
     }
-    fflush(stdout)
 }
