@@ -21,10 +21,17 @@ import Glibc
     let listener: ServeListener
     let http = CurlHTTPClient()
 
-    init() throws {
+    convenience init() throws { try self.init(backend: .local) }
+
+    /// Serve on `backend`: the local store in the test's directory, or a table of its own on moto_server.
+    init(backend: FlowWorld.Backend) throws {
         identityProvider = try DevIdentityProvider.initialize(directory: directory + "/dev").provider
-        let environment = ServeTests.environment(directory, signingKeys: signingKey.pemRepresentation)
+        var environment = ServeTests.environment(directory, signingKeys: signingKey.pemRepresentation)
             .merging(["AUTH_MAX_SESSIONS": "2", "AUTH_REFRESH_GRACE": "0"]) { $1 }
+        if backend == .dynamoDB {
+            let server = try MotoServer.shared()
+            environment.merge(server.environment(table: try server.makeTable(prefix: "serve-revocation").tableName)) { $1 }
+        }
         api = try LocalHTTPAPI(environment: environment, authorizer: .lambda, logSink: { _ in })
         let api = self.api
         listener = try ServeListener(host: "127.0.0.1", port: 0) { api.respond($0) }
@@ -85,7 +92,13 @@ import Glibc
                                           provider: .apple)
     }
 
-    @Test func eachRevocationKindEndsItsAccessTokensWithinFiveSeconds() throws {
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func eachRevocationKindEndsItsAccessTokensWithinFiveSeconds(backend: FlowWorld.Backend) throws {
+        // Swift Testing made this instance on the local store; the test's own serve is on `backend`.
+        try ServeRevocationTests(backend: backend).revokeEachKindAndWaitFiveSeconds()
+    }
+
+    func revokeEachKindAndWaitFiveSeconds() throws {
         let signedOut = try signIn(sub: "signout")
         let revokedBy = try signIn(sub: "revoke"), revoked = try signIn(sub: "revoke")
         let evicted = try signIn(sub: "evict")
