@@ -52,12 +52,16 @@ SMOKE := ../shared/conformance/smoke.py
 # Each installs what it lacks first (Tests/Scripts/prerequisites.sh says what it did). The test
 # build runs with libcurl's and OpenSSL's development headers hidden, proving neither is needed.
 # The app's client library (Client/, a package of its own) is tested against this build's
-# `authctl serve`.
+# `authctl serve`; so is Tests/Packages/resource-server, an app's service verifying tokens with
+# the revocation feed from a package of its own (a whole build of its own: here, not in swift test).
 test:
 	Tests/Scripts/prerequisites.sh test
 	Tests/Scripts/without-dev-headers.sh $(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	LAMBDA_AUTH_BIN=$(DEBUG_BIN) $(SWIFT) test --package-path Client
+	$(SWIFT) build --package-path Tests/Packages/resource-server
+	python3 Tests/Scripts/outside_resource_server.py $(DEBUG_BIN)/authctl \
+		$$($(SWIFT) build --package-path Tests/Packages/resource-server --show-bin-path)/resource-server
 	$(DEBUG_BIN)/authctl replay Events/scenarios/*.json
 	$(MAKE) replay-moto
 	@if [ -f $(SMOKE) ]; then ACC_BINDIR=$(DEBUG_BIN) python3 $(SMOKE); \

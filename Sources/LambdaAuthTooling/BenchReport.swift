@@ -48,6 +48,7 @@ public enum BenchReport {
         | `aws` | the flows on DynamoDB and STS as moto_server implements them, beside the local store (moto is a local Python process: the code path, not AWS's latency), and the DynamoDB requests each flow makes |
         | `serve` | sign-in and refresh through `authctl serve` beside the same through the Runtime API (`AUTH_BENCH_SERVE_ROUNDS` sign-ins, twice as many refreshes) |
         | `go-peer` | a returning user's Google sign-in beside the Go peer doing the same work (`../shared/peers/go_signin`, built with Debian's Go on its `log` store), 200 users each: whole processes alternating, then warm (ours through the Runtime API, the peer's resident loop), with ES256 and with RS256 access tokens (the peer signs ES256), and ours / Go (target: ≤ 0.8×) |
+        | `revocation` | the `authorizer`'s warm invocation in process (median and p99) with 10 and with 10,000 revoked sessions listed, and `AccessTokenVerifier`'s per-token cost with the revocation feed beside without it (target: at most 5 % more) |
 
         """
 

@@ -24,6 +24,8 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "The dev defaults, refusing a DynamoDB store, AUTH_SECRETS or a signing key.") var dev = false
     @Option(name: .customLong("allow-host"), help: "A DNS name a request's Host may carry besides localhost (repeatable); IP addresses are always accepted.")
     var allowedHosts: [String] = []
+    @Option(help: "The authorizer in front of the guarded routes, as the template's Authorizer parameter: jwt (API Gateway's JWT authorizer) or lambda (our authorizer function: revoked sessions refused within 5 s).")
+    var authorizer: ServeAuthorizerOption = .jwt
 
     func run() throws {
         // Loopback unless --host says otherwise: anything else exposes the store (and, on the dev
@@ -50,7 +52,7 @@ struct ServeCommand: ParsableCommand {
                 .google: DevEnvironment.googleAudiences[0], .apple: DevEnvironment.appleAudiences[0],
             ])
         }
-        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes, hostNames: allowedHosts)
+        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes, hostNames: allowedHosts, authorizer: authorizer.mode)
         // Blocked before any thread starts, so every thread inherits the mask and only sigwait
         // below takes them: a signal never interrupts a handler mid-request.
         var stopSignals = sigset_t()
@@ -92,4 +94,20 @@ struct OpenAPICommand: ParsableCommand {
     func run() throws {
         print(OpenAPIDocument.text, terminator: "")
     }
+}
+
+/// `--authorizer jwt|lambda`.
+struct ServeAuthorizerOption: ExpressibleByArgument {
+    let mode: ServeAuthorizer
+    static let jwt = ServeAuthorizerOption(mode: .jwt)
+
+    init(mode: ServeAuthorizer) { self.mode = mode }
+
+    init?(argument: String) {
+        guard let mode = ServeAuthorizer(rawValue: argument) else { return nil }
+        self.mode = mode
+    }
+
+    static var allValueStrings: [String] { ServeAuthorizer.allCases.map(\.rawValue) }
+    var defaultValueDescription: String { mode.rawValue }
 }

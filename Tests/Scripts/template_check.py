@@ -141,7 +141,8 @@ def main():
         print(json.dumps({"functions": {}, "routes": [], "authorizer": None, "problems": problems}))
         return
     body = apis[0]["Properties"]["Body"]
-    schemes = body.get("components", {}).get("securitySchemes", {})
+    # Resolved first: the Authorizer parameter chooses the scheme by a condition.
+    schemes = resolve.value(body.get("components", {}).get("securitySchemes", {}))
     authorizers = {name: scheme["x-amazon-apigateway-authorizer"] for name, scheme in schemes.items()
                    if "x-amazon-apigateway-authorizer" in scheme}
     authorizer = None
@@ -149,10 +150,17 @@ def main():
         problems.append(f"expected one authorizer, found {sorted(authorizers)}")
     else:
         (authorizer_name, config), = authorizers.items()
-        jwt_config = resolve.value(config.get("jwtConfiguration", {}))
+        jwt_config = config.get("jwtConfiguration", {})
         authorizer = {"name": authorizer_name, "type": config.get("type"), "issuer": jwt_config.get("issuer"),
                       "audiences": [item for item in jwt_config.get("audience", []) if item is not None],
                       "identitySource": config.get("identitySource")}
+        if config.get("type") == "request":
+            # A Lambda authorizer: the function it invokes, and how API Gateway calls it.
+            target = re.search(r"<(\w+)\.Arn>", str(config.get("authorizerUri", "")))
+            authorizer.update({"function": target.group(1) if target else None,
+                               "payloadFormatVersion": config.get("authorizerPayloadFormatVersion"),
+                               "simpleResponses": config.get("enableSimpleResponses"),
+                               "resultTtl": config.get("authorizerResultTtlInSeconds")})
 
     routes_of = {}
     for path, methods in body.get("paths", {}).items():
@@ -166,10 +174,19 @@ def main():
             routes_of.setdefault(target.group(1), []).append({"method": method.upper(), "path": path, "authorizer": guarded})
 
     documented = documented_variables(docs)
+    deployed = {logical_id: resource for logical_id, resource in translated["Resources"].items()
+                if resource["Type"] == "AWS::Lambda::Function"
+                and ("Condition" not in resource or resolve.condition(resource["Condition"]))}
+    if authorizer and authorizer["type"] == "request":
+        # The Lambda authorizer checks what the functions sign with their own variables.
+        target = deployed.get(authorizer.get("function") or "")
+        environment = resolve.value(target["Properties"].get("Environment", {}).get("Variables", {})) if target else {}
+        authorizer["issuer"] = environment.get("AUTH_ISSUER")
+        audience = environment.get("AUTH_ACCESS_TOKEN_AUDIENCE") or environment.get("AUTH_ISSUER")
+        authorizer["audiences"] = [audience] if audience else []
+        authorizer["handler"] = handler_of.get(authorizer.get("function") or "")
     functions = {}
-    for logical_id, resource in translated["Resources"].items():
-        if resource["Type"] != "AWS::Lambda::Function":
-            continue
+    for logical_id, resource in deployed.items():
         environment = resolve.value(resource["Properties"].get("Environment", {}).get("Variables", {}))
         environment = {name: str(value) for name, value in environment.items() if value is not None}
         handler = handler_of.get(logical_id)
@@ -189,15 +206,23 @@ def main():
         if environment.get("AUTH_SIGNING_ALGORITHM") != "RS256":
             problems.append(f"{handler} does not require RS256 signing keys (AUTH_SIGNING_ALGORITHM), which the authorizer needs")
 
+    lambda_authorizer = authorizer["handler"] if authorizer and authorizer["type"] == "request" else None
     for handler in handlers:
         if handler not in functions:
-            problems.append(f"no function deploys {handler} (../dist/{handler}.zip)")
-        elif not functions[handler]["routes"]:
+            # The authorizer is deployed when the Authorizer parameter is lambda, and only then.
+            if not (handler == "authorizer" and lambda_authorizer is None):
+                problems.append(f"no function deploys {handler} (../dist/{handler}.zip)")
+        elif not functions[handler]["routes"] and handler != lambda_authorizer:
             problems.append(f"{handler} has no route")
     for handler in functions:
         if handler not in handlers:
             problems.append(f"a function deploys {handler}, which is not a handler")
-    if authorizer and (authorizer["type"] != "jwt" or authorizer["identitySource"] != "$request.header.Authorization"):
+    if authorizer and authorizer["type"] == "request":
+        if (authorizer["identitySource"] != "$request.header.Authorization" or authorizer["payloadFormatVersion"] != "2.0"
+                or authorizer["simpleResponses"] is not True or authorizer["resultTtl"] != 0 or lambda_authorizer != "authorizer"):
+            problems.append(f"the Lambda authorizer is not the authorizer function on the Authorization header, "
+                            f"payload 2.0, simple responses, no result cache: {authorizer}")
+    elif authorizer and (authorizer["type"] != "jwt" or authorizer["identitySource"] != "$request.header.Authorization"):
         problems.append(f"the authorizer is not a JWT authorizer on the Authorization header: {authorizer}")
 
     every_route = sorted(({**route, "function": logical_id, "handler": handler_of.get(logical_id)}

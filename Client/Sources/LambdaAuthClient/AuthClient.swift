@@ -351,10 +351,10 @@ public actor AuthClient {
         let token = try await validAccessToken()
         do {
             return try await transport.send(method, path, body: body, bearer: token)
-        } catch where error.code == "ACCESS_TOKEN_INVALID" {
+        } catch where error.code == "ACCESS_TOKEN_INVALID" || error.code == "ACCESS_TOKEN_REVOKED" {
             // Refused though the client holds it valid: signed out elsewhere (another device's
-            // global sign-out, a reuse detection), or a token the server no longer takes (its key
-            // rotated, a clock far off). A refresh tells which: it throws and signs this client out
+            // global sign-out, a reuse detection: ACCESS_TOKEN_REVOKED), or a token the server no
+            // longer takes (its key rotated, a clock far off). A refresh tells which: it throws and signs this client out
             // when the session is over; otherwise the call is made once more, with the new token
             // (the refused one did nothing at the server), and its answer is the app's.
             let fresh = try await refreshed()

@@ -51,6 +51,10 @@ struct Transport: Sendable {
         let message = answer["message"]?.stringValue ?? "HTTP \(status)"
         switch status {
         case 401: return AuthClientError(code: "ACCESS_TOKEN_INVALID", status: status, retryable: false, message: message)
+        // The Lambda authorizer's refusal (Authorizer=lambda: `isAuthorized: false`), a revoked
+        // session's token included: as its 401, a refresh tells whether the session is over.
+        case 403 where message == "Forbidden":
+            return AuthClientError(code: "ACCESS_TOKEN_INVALID", status: status, retryable: false, message: message)
         case 404: return AuthClientError(code: "NOT_FOUND", status: status, retryable: false, message: message)
         default: return AuthClientError(code: status >= 500 ? "SERVER_ERROR" : "HTTP_\(status)", status: status, retryable: status >= 500,
                                         message: message)

@@ -47,7 +47,16 @@ extension AccountStore {
             condition: condition,
             attributes: ExpressionAttributes(names: names, values: [":now": .s(Timestamps.format(now)), ":one": .n(1),
                                                                    ":read": .n(user.profile.version)]))
-        return try table.transact([mark]) == nil
+        // From the mark on the account is gone: its user and every session it had are listed in
+        // the same commit, so its access tokens end with it wherever they are checked.
+        let listed = revocations.entries(sessionIDs: user.profile.activeSessions.keys.sorted(), deletedUserID: user.profile.userID, now: now)
+        var actions = [mark] + listed.prefix(AccountStore.transactionLimit - 1)
+        if listed.count >= AccountStore.transactionLimit {
+            // More sessions than one transaction holds: the user's entry alone refuses every
+            // token of theirs, so it is the one that must not be left out.
+            actions = [mark] + listed.suffix(1) + listed.prefix(AccountStore.transactionLimit - 2)
+        }
+        return try table.transact(actions) == nil
     }
 
     /// Every key of the user's partition except PROFILE and the identities: sessions, refresh

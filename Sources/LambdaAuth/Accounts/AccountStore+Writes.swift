@@ -139,6 +139,8 @@ extension AccountStore {
             .put(opening.refreshToken.item),
         ])
         plan.add(.ceremony, opening.ceremony)
+        // Evicted sessions are listed for their access tokens in the commit that evicts them.
+        plan.add(revocations.entries(sessionIDs: opening.evicted, now: now))
         plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
         // The evicted sessions' tokens ride in the same commit: one sync, not a second transaction.
         let room = max(0, AccountStore.transactionLimit - plan.actions.count)

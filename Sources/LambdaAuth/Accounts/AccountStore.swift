@@ -15,6 +15,12 @@ struct AccountStore: Sendable {
     var guestTTL: Int64 = 2_592_000
     /// No refresh succeeds once a session is this old (AUTH_SESSION_MAX_AGE; 0: no limit).
     var sessionMaxAge: Int64 = 7_776_000
+    /// How long a revocation stays on the list: AUTH_ACCESS_TOKEN_TTL + AUTH_CLOCK_SKEW, the
+    /// longest an access token of the ended session can still be accepted somewhere.
+    var revocationRetention: Int64 = 960
+
+    /// Every revocation's entries go through it, inside the revocation's own transaction.
+    var revocations: RevocationLog { RevocationLog(table: table, retention: revocationRetention) }
 
     /// When a session opened at `createdAt` can no longer refresh (nil: never, by age).
     func sessionEnd(createdAt: Int64) -> Int64? {
@@ -193,6 +199,7 @@ struct AccountStore: Sendable {
     /// Revokes a session after reuse of one of its tokens: its place in the profile (bumping the
     /// version, so every refresh of it fails its condition), the session item and its tokens.
     func revokeSession(userID: String, sessionID: String, now: Int64) throws(AuthError) {
+        // The gate cannot fail here: the entry commits with it, so reuse lists its session too.
         let gate = TransactWriteAction.update(
             key: Keys.profileKey(userID), update: "REMOVE activeSessions.#sid SET #version = #version + :one",
             condition: "attribute_exists(PK)",
@@ -207,12 +214,17 @@ struct AccountStore: Sendable {
     /// the sign-out never yields a token that outlives it. DynamoDB takes 100 actions per
     /// transaction; what follows the first is bookkeeping that makes the items tell the truth.
     /// False when the gate's condition failed (nothing was written).
+    ///
+    /// With a gate, the sessions' revocation-list entries ride in its transaction (ahead of the
+    /// bookkeeping), so the commit that ends the sessions is the one that tells access tokens;
+    /// without one (bookkeeping after a commit that listed them already) nothing is listed again.
     func revokeSessions(userID: String, _ sessionIDs: [String], gate: TransactWriteAction?, now: Int64) throws(AuthError) -> Bool {
         guard !sessionIDs.isEmpty || gate != nil else { return true }
         let tokens = try unrevokedRefreshTokenKeys(of: userID, families: Set(sessionIDs))
+        var revocations = gate == nil ? [] : self.revocations.entries(sessionIDs: sessionIDs, now: now)
         // Conditional on existing, so that bookkeeping racing an account deletion never
         // recreates an item the deletion removed.
-        var revocations = sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)") }
+        revocations += sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)") }
         revocations += tokens.map { AccountStore.revoke($0, now: now, condition: "attribute_exists(PK)") }
         var plan = TransactionPlan<RevocationStep>()
         if let gate { plan.add(.gate, gate) }

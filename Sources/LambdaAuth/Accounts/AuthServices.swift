@@ -39,7 +39,7 @@ public final class AuthServices: Sendable {
         verifier = IDTokenVerifier(configuration: configuration, httpClient: httpClient, clock: configuration.clock, logger: logger)
         tokens = try TokenService(configuration: configuration, table: store, clock: configuration.clock, random: random)
         self.store = AccountStore(table: store, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL,
-                                  sessionMaxAge: configuration.sessionMaxAge)
+                                  sessionMaxAge: configuration.sessionMaxAge, revocationRetention: configuration.revocationRetention)
         retry = OptimisticRetry(sleeper: sleeper, random: random)
         apple = AppleAccountTokens(settings: configuration.appleServer, http: httpClient, store: self.store, clock: configuration.clock)
         oneTimeCodeFlow = Result { () throws(AuthError) in

@@ -20,6 +20,7 @@ import Crypto
 /// | `RATE#<scope>#<key>` | `SLOTS` | a rate-limit counter |
 /// | `PASSKEY_CHALLENGE#<challenge>` | `CHALLENGE` | a passkey sign-in's challenge (no user yet) |
 /// | `NOTIFICATION#apple#<hash>` | `REPLAY` | an Apple notification handled |
+/// | `REVOKED#<hour>` | `<revokedAt, 12 digits>#SESSION#<sessionId>`, `…#USER#<userId>` | a revocation access tokens must hear of |
 /// | `DEV#SECRETS` | `ACCESS_TOKEN_SIGNING_KEY_RS256`, … | the local store's dev secrets |
 package enum Keys {
     // MARK: - A user's partition
@@ -118,6 +119,29 @@ package enum Keys {
     /// By the notification's `jti`, or the whole payload's hash without one.
     static func appleNotification(id: String) -> TableKey {
         TableKey(pk: "NOTIFICATION#apple#" + SHA256.hexDigest(of: Array(id.utf8)), sk: "REPLAY")
+    }
+
+    // MARK: - The revocation list
+
+    /// One partition per hour of revocations (contract section 20): the list's read is a Query of
+    /// the last `ceil(retention / bucket) + 1` partitions from `now - retention` on, so what it
+    /// reads is the revocations of the last access-token lifetime, whatever the number of users.
+    static let revocationBucketSeconds: Int64 = 3600
+    static func revocationBucket(_ epochSeconds: Int64) -> String {
+        "REVOKED#" + String(max(0, epochSeconds) / revocationBucketSeconds)
+    }
+    /// Time first, so that "revoked at or after" is a key condition; zero-padded so it sorts.
+    static func revocationTime(_ epochSeconds: Int64) -> String {
+        let digits = String(max(0, epochSeconds))
+        return String(repeating: "0", count: max(0, 12 - digits.count)) + digits
+    }
+    static let revokedSessionMarker = "#SESSION#"
+    static let revokedUserMarker = "#USER#"
+    static func revokedSession(_ sessionID: String, at epochSeconds: Int64) -> TableKey {
+        TableKey(pk: revocationBucket(epochSeconds), sk: revocationTime(epochSeconds) + revokedSessionMarker + sessionID)
+    }
+    static func revokedUser(_ userID: String, at epochSeconds: Int64) -> TableKey {
+        TableKey(pk: revocationBucket(epochSeconds), sk: revocationTime(epochSeconds) + revokedUserMarker + userID)
     }
 
     // MARK: - The local store's dev secrets

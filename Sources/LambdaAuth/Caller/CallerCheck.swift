@@ -2,7 +2,8 @@ import Logging
 
 /// A request's caller (contract, second round): our access token, valid (signature by a key still
 /// in the key set, `exp`, `iss`, `aud`), whose session is still one of its user's active sessions; and that user as one Query
-/// read it, for the flow to decide on. Anything else is ACCESS_TOKEN_INVALID.
+/// read it, for the flow to decide on. A token that is not valid is ACCESS_TOKEN_INVALID; a valid
+/// one whose session or user has ended, ACCESS_TOKEN_REVOKED.
 struct Caller: Sendable {
     var claims: AccessTokenClaims
     var user: UserView
@@ -36,11 +37,13 @@ struct CallerCheck: Sendable {
 
     /// The caller's user read again (after a lost race), provided its session is still active.
     func currentUser(of claims: AccessTokenClaims, allowingPendingDeletion: Bool = false) throws(AuthError) -> UserView {
+        // A valid token of an ended session or account is ACCESS_TOKEN_REVOKED, as the verifier
+        // library and the authorizer say it: the app knows to sign in again rather than to retry.
         guard let user = try store.user(claims.userID), allowingPendingDeletion || user.profile.deletionRequestedAt == nil else {
-            throw AuthError(.accessTokenInvalid, "the access token's user no longer exists")
+            throw AuthError(.accessTokenRevoked, "the access token's user no longer exists")
         }
         guard user.profile.activeSessions[claims.sessionID] != nil else {
-            throw AuthError(.accessTokenInvalid, "the access token's session was signed out")
+            throw AuthError(.accessTokenRevoked, "the access token's session was signed out")
         }
         return user
     }

@@ -39,6 +39,9 @@ public struct AuthConfiguration: Sendable {
     /// key kept in the local store.
     public var signingKeys: AccessTokenKeySet?
     public var accessTokenTTL: Int64 = 900
+    /// How long a revocation is listed for access tokens (contract section 20): as long as one
+    /// of the ended session's tokens can still be accepted, by its `exp` plus the clock skew.
+    public var revocationRetention: Int64 { accessTokenTTL + clockSkew }
     public var refreshTokenTTL: Int64 = 2_592_000
     public var refreshGrace: Int64 = 30
     /// AUTH_SESSION_MAX_AGE: no refresh succeeds once a session is this old (0: no limit).

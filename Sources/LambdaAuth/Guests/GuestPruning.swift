@@ -24,7 +24,8 @@ public enum GuestPruning {
     public static func prune(configuration: AuthConfiguration, logger: Logger) throws(AuthError) -> Report {
         let now = configuration.clock.nowSeconds
         let everything = try makeTable(configuration, clock: FixedClock(0))
-        let store = AccountStore(table: everything, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL)
+        let store = AccountStore(table: everything, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL,
+                                 revocationRetention: configuration.revocationRetention)
         let deletion = AccountDeletion(store: store, retry: OptimisticRetry(sleeper: SystemSleeper(), random: SystemRandomSource()))
         let expired = { (profile: UserProfile) in profile.isGuest && profile.guestExpiresAt.map { $0 < now } == true }
 

@@ -25,6 +25,16 @@ public enum EventCodec {
         guard case .object(let fields) = event else {
             return Decoded(kind: .direct, request: .failure(AuthError(.invalidRequest, "the event must be a JSON object")))
         }
+        // Before the HTTP shapes: an HTTP API authorizer's event has their `version` and
+        // `requestContext.http`, a REST REQUEST authorizer's their `httpMethod`.
+        if let type = fields["type"]?.stringValue, type == "TOKEN" || type == "REQUEST",
+           fields["routeArn"]?.stringValue != nil || fields["methodArn"]?.stringValue != nil {
+            var headers: [String: String] = [:]
+            if case .object(let raw)? = fields["headers"] {
+                for (name, value) in raw { if let text = value.stringValue { headers[name.lowercased()] = text } }
+            }
+            return Decoded(kind: .authorizer, request: .success(InvocationRequest(kind: .authorizer, method: "GET", headers: headers, body: fields)))
+        }
         if fields["version"]?.stringValue == "2.0", let http = fields["requestContext"]?["http"], http.objectValue != nil {
             let method = http["method"]?.stringValue ?? "POST"
             return Decoded(kind: .httpAPIv2, request: httpRequest(kind: .httpAPIv2, method: method, fields: fields))
@@ -101,7 +111,7 @@ public enum EventCodec {
         return [
             "statusCode": .number(response.status),
             "headers": .object(headers),
-            "body": .string(response.body.serialized()),
+            "body": .string(response.rawBody ?? response.body.serialized()),
             "isBase64Encoded": false,
         ]
     }

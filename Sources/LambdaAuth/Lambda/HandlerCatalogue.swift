@@ -36,10 +36,12 @@ public enum HandlerCatalogue {
     }
 
     public static let wellKnown = HandlerEntry(name: "well-known", routes: [
-        .get("/.well-known/openid-configuration"), .get("/.well-known/jwks.json"),
+        .get("/.well-known/openid-configuration"), .get("/.well-known/jwks.json"), .get("/.well-known/revocations"),
     ]) { services in
-        WellKnownHandler(documents: DiscoveryDocuments(issuer: services.configuration.issuer),
-                         keys: { () throws(AuthError) in try services.accessTokenKeys() })
+        let publisher = services.revocationPublisher
+        return WellKnownHandler(documents: DiscoveryDocuments(issuer: services.configuration.issuer),
+                                keys: { () throws(AuthError) in try services.accessTokenKeys() },
+                                revocations: { () throws(AuthError) in try publisher.document() })
     }
 
     public static let appleNotifications = HandlerEntry(name: "apple-notifications", routes: [
@@ -58,9 +60,21 @@ public enum HandlerCatalogue {
         PasskeyHandler(flow: services.passkeys)
     }
 
+    /// No route: API Gateway invokes it in front of the routes the template guards, when its
+    /// `Authorizer` parameter is `lambda`. One revocation list per process, kept warm.
+    public static let authorizer = HandlerEntry(name: "authorizer", routes: []) { services in
+        AuthorizerHandler(rules: GatewayJWTRules(issuer: services.configuration.issuer, audiences: [services.configuration.accessTokenAudience]),
+                          keys: { () throws(AuthError) in
+                              // Each key's public JWK is derived once, when the key is loaded.
+                              (try services.accessTokenKeys())?.keys.map(\.verificationKey) ?? []
+                          },
+                          revocations: services.makeRevocationCache(), clock: services.clock)
+    }
+
     /// In the order the README lists the handlers. Only tools and tests read it: a handler's
     /// main.swift names its own entry, so its executable links no other handler's composition.
-    public static let all = [signin, refresh, linkProvider, signout, sessions, deleteAccount, wellKnown, appleNotifications, otpStart, passkey]
+    public static let all = [signin, refresh, linkProvider, signout, sessions, deleteAccount, wellKnown, appleNotifications, otpStart, passkey,
+                             authorizer]
 
     public static func entry(named name: String) -> HandlerEntry? {
         all.first { $0.name == name }

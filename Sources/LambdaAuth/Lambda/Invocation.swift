@@ -5,8 +5,11 @@ public enum EventKind: String, Sendable {
     case httpAPIv2
     case restAPIv1
     case direct
+    /// An API Gateway Lambda authorizer's event (HTTP API payload 2.0, REST TOKEN or REQUEST):
+    /// answered with the body itself, as API Gateway reads it.
+    case authorizer
 
-    public var isHTTP: Bool { self != .direct }
+    public var isHTTP: Bool { self == .httpAPIv2 || self == .restAPIv1 }
 }
 
 /// One decoded invocation: what every handler works from, whatever the event kind.
@@ -48,6 +51,9 @@ public struct InvocationResponse: Sendable {
     /// A failure's `userId` and `sessionId`, where it knew them (`AuthError.about`): what the
     /// event line says of a refused request beside its code.
     public var failureSubject: [String: String] = [:]
+    /// Over HTTP, the body as it is rather than as JSON text (a compact JWS served as
+    /// `application/jwt`); a direct invocation still gets `body`.
+    public var rawBody: String?
 
     public init(status: Int = 200, body: JSONValue, headers: [String: String] = [:]) {
         self.status = status

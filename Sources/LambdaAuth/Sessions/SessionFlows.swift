@@ -28,7 +28,7 @@ struct SignOutFlow: Sendable {
     func signOut(accessToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Outcome {
         let claims = try tokens.verifyAccessToken(accessToken, logger: logger)
         return try signOut(userID: claims.userID, sessionID: claims.sessionID, scope: scope, logger: logger,
-                           inactive: AuthError(.accessTokenInvalid, "the access token's session was signed out"))
+                           inactive: AuthError(.accessTokenRevoked, "the access token's session was signed out"))
     }
 
     func signOut(refreshToken: String, scope: SignOutScope, logger: Logger) throws(AuthError) -> Outcome {

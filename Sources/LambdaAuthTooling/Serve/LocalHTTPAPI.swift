@@ -32,6 +32,8 @@ public final class LocalHTTPAPI: Sendable {
     let services: AuthServices
     let settings: LambdaSettings
     let authorizer: GatewayAuthorizer
+    /// Set when serve runs the template's `Authorizer=lambda`: our `authorizer` instead of `authorizer`.
+    let lambdaAuthorizer: LambdaAuthorizerGate?
     let devIdentity: DevIdentityRoutes?
     /// DNS names a request's `Host` may carry besides `localhost` (`--allow-host`), lowercased.
     let hostNames: Set<String>
@@ -44,6 +46,7 @@ public final class LocalHTTPAPI: Sendable {
     /// configuration error is thrown here, at start, as a Lambda init error would be.
     /// `logSink`: where the log lines go (stderr; a test keeps them).
     public init(environment: [String: String], devIdentity: DevIdentityRoutes? = nil, hostNames: [String] = [],
+                authorizer mode: ServeAuthorizer = .jwt,
                 eventObserver: (@Sendable (JSONValue) -> Void)? = nil,
                 logSink: @escaping @Sendable (String) -> Void = writeStandardErrorLine) throws(AuthError) {
         settings = try LambdaSettings.fromEnvironment(environment)
@@ -62,10 +65,14 @@ public final class LocalHTTPAPI: Sendable {
             let keys = (try? services.accessTokenKeys())??.keys ?? []
             return keys.map { JSONWebKey(keyID: $0.keyID, material: $0.signingKey.publicMaterial) }
         }
+        lambdaAuthorizer = mode == .lambda ? LambdaAuthorizerGate(services: services, testMode: settings.testMode) : nil
         self.devIdentity = devIdentity
         self.hostNames = Set(hostNames.map { $0.lowercased() })
         self.eventObserver = eventObserver
     }
+
+    /// With `--authorizer lambda`: the authorizer's table reads so far (tests count them).
+    public var authorizerTableReads: Int? { lambdaAuthorizer?.tableReads }
 
     /// Generated once: the catalogue and the schemas are fixed for the life of the process.
     static let openAPIBody = Array(OpenAPIDocument.text.utf8)
@@ -152,6 +159,16 @@ public final class LocalHTTPAPI: Sendable {
     /// an inline Python function there): the verified claims echoed, and the user's app metadata
     /// read the way an API reads a role, so that an app tries its protected calls locally too.
     func exampleRoute(_ request: ServeListener.Request) -> ServeListener.Response {
+        if let lambdaAuthorizer {
+            switch lambdaAuthorizer.authorize(request, route: .get("/example/whoami", guarded: true), requestID: "example",
+                                              epochMilliseconds: Int64(services.clock.now() * 1000), logger: logger) {
+            case .refused(let response): return response
+            case .allowed(let context):
+                let body: JSONValue = ["userId": context["sub"] ?? .null, "sessionId": context["sid"] ?? .null, "appMetadata": [:],
+                                       "claims": .object(context)]
+                return ServeListener.Response(status: 200, headers: [("content-type", "application/json")], body: body.serializedBytes())
+            }
+        }
         let authorization = request.headers.last { $0.name.lowercased() == "authorization" }?.value
         guard let claims = authorizer.claims(authorization: authorization, now: services.clock.nowSeconds) else {
             return ServeListener.message(401, "Unauthorized")
@@ -166,7 +183,17 @@ public final class LocalHTTPAPI: Sendable {
                 startedAt: Double) -> ServeListener.Response {
         let path = GatewayEvent.split(request.target).path
         var claims: [String: JSONValue]?
-        if route.route.guarded {
+        var lambdaContext: [String: JSONValue]?
+        if route.route.guarded, let lambdaAuthorizer {
+            switch lambdaAuthorizer.authorize(request, route: route.route, requestID: requestID,
+                                              epochMilliseconds: Int64(services.clock.now() * 1000), logger: logger) {
+            case .refused(var response):
+                writeLine(event: "gateway_failed", request, path: path, status: response.status, logger: logger, startedAt: startedAt)
+                response.headers += corsHeaders(origin)
+                return response
+            case .allowed(let context): lambdaContext = context
+            }
+        } else if route.route.guarded {
             let authorization = request.headers.last { $0.name.lowercased() == "authorization" }?.value
             claims = authorizer.claims(authorization: authorization, now: services.clock.nowSeconds)
             guard claims != nil else {
@@ -174,8 +201,9 @@ public final class LocalHTTPAPI: Sendable {
                 return ServeListener.message(401, "Unauthorized", headers: corsHeaders(origin))
             }
         }
-        let event = GatewayEvent.make(request, route: route.route, requestID: requestID, claims: claims,
+        var event = GatewayEvent.make(request, route: route.route, requestID: requestID, claims: claims,
                                       epochMilliseconds: Int64(services.clock.now() * 1000))
+        if let lambdaContext { event = LambdaAuthorizerGate.withContext(event, lambdaContext) }
         eventObserver?(event)
         // Method and path on the request's lines, which the event line alone would not say.
         var context = InvocationContext(requestID: requestID, logger: logger)

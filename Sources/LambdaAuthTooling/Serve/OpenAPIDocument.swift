@@ -42,6 +42,8 @@ public enum OpenAPIDocument {
         var requestRequired = true
         var success: (status: String, schema: JSONValue)
         var errorStatuses: [String]
+        /// The success body's media type: JSON, except the revocation list (a compact JWS).
+        var successType = "application/json"
     }
 
     static let commonErrors = ["400", "500", "503"]
@@ -69,6 +71,9 @@ public enum OpenAPIDocument {
                                                            success: ("200", ref("DiscoveryDocument")), errorStatuses: []),
         "GET /.well-known/jwks.json": Operation(summary: "The public keys of the access tokens", request: nil,
                                                 success: ("200", ref("JWKS")), errorStatuses: []),
+        "GET /.well-known/revocations": Operation(summary: "The revocation list: a JWS signed with the access-token key (typ revocations+jwt)",
+                                                  request: nil, success: ("200", ["type": "string"]),
+                                                  errorStatuses: [], successType: "application/jwt"),
         "POST /auth/apple/notifications": Operation(summary: "Sign in with Apple's server-to-server notifications",
                                                     request: ref("AppleNotification"), success: ("200", ref("AppleNotificationHandled")),
                                                     errorStatuses: ["401"]),
@@ -85,7 +90,11 @@ public enum OpenAPIDocument {
         let key = "\(route.method) \(route.path)"
         let described = operations[key] ?? Operation(summary: key, request: nil, success: ("200", ["type": "object"]), errorStatuses: ["401"])
         var responses: [String: JSONValue] = [
-            described.success.status: ["description": "Success", "content": ["application/json": ["schema": described.success.schema]]],
+            // A body that is not JSON is described by its media type alone: checkers (schemathesis)
+            // would read a schema beside it as a JSON schema and try to parse the JWS as JSON.
+            described.success.status: ["description": "Success", "content": .object([
+                described.successType: described.successType == "application/json" ? ["schema": described.success.schema] : [:],
+            ])],
         ]
         var errors = commonErrors + described.errorStatuses
         if route.guarded, !errors.contains("401") { errors.append("401") }

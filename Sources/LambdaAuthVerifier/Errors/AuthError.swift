@@ -15,6 +15,9 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case nonceMismatch = "NONCE_MISMATCH"
     case nonceRequired = "NONCE_REQUIRED"
     case accessTokenInvalid = "ACCESS_TOKEN_INVALID"
+    /// A valid access token whose session (or user) was ended: signed out, revoked, evicted,
+    /// refused for reuse, deleted (contract section 20).
+    case accessTokenRevoked = "ACCESS_TOKEN_REVOKED"
     case refreshTokenNotFound = "REFRESH_TOKEN_NOT_FOUND"
     case refreshTokenExpired = "REFRESH_TOKEN_EXPIRED"
     case refreshTokenRevoked = "REFRESH_TOKEN_REVOKED"

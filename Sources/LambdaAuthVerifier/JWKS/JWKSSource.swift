@@ -40,12 +40,19 @@ public struct FileJWKSSource: JWKSSource {
     public let path: String
     public var location: String { "file://" + path }
     public var worthCachingOnDisk: Bool { false }
+    let maximumBytes: Int
 
-    public init(path: String) { self.path = path }
+    public init(path: String) { self.init(path: path, maximumBytes: maximumJWKSBytes) }
+
+    /// `maximumBytes`: for documents fetched under the JWKS rules that are not key sets (the revocation list).
+    public init(path: String, maximumBytes: Int) {
+        self.path = path
+        self.maximumBytes = maximumBytes
+    }
 
     public func fetch() throws(JWKSFetchError) -> JWKSFetch {
         do {
-            return JWKSFetch(document: try FileSystem.readFile(path, limit: maximumJWKSBytes), maxAge: nil)
+            return JWKSFetch(document: try FileSystem.readFile(path, limit: maximumBytes), maxAge: nil)
         } catch {
             throw JWKSFetchError("cannot read \(location): \(error)")
         }
@@ -57,18 +64,27 @@ public struct FileJWKSSource: JWKSSource {
 public struct HTTPJWKSSource: JWKSSource {
     public let location: String
     let client: any HTTPClient
+    let maximumResponseBytes: Int
+    let accept: String
     public var worthCachingOnDisk: Bool { true }
 
     public init(url: String, client: any HTTPClient) {
+        self.init(url: url, client: client, maximumResponseBytes: maximumJWKSBytes, accept: "application/json")
+    }
+
+    /// For documents fetched under the JWKS rules that are not key sets (the revocation list).
+    public init(url: String, client: any HTTPClient, maximumResponseBytes: Int, accept: String) {
         location = url
         self.client = client
+        self.maximumResponseBytes = maximumResponseBytes
+        self.accept = accept
     }
 
     public func fetch() throws(JWKSFetchError) -> JWKSFetch {
         let response: HTTPResponse
         do {
-            response = try client.send(HTTPRequest(url: location, headers: [("Accept", "application/json")],
-                                                   maximumResponseBytes: maximumJWKSBytes))
+            response = try client.send(HTTPRequest(url: location, headers: [("Accept", accept)],
+                                                   maximumResponseBytes: maximumResponseBytes))
         } catch {
             if case .libraryUnavailable = error { throw JWKSFetchError("GET \(location): \(error)", libraryUnavailable: true) }
             throw JWKSFetchError("GET \(location): \(error)")

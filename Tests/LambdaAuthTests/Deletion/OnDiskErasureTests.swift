@@ -51,8 +51,15 @@ import Glibc
 
         let deleted = world.run("delete-account", ["accessToken": accessToken])
         #expect(deleted.responseBody?["deleted"] == true, "\(deleted.stdoutText)")
+        // Contract section 20 (which comes after section 13's erasure): the revocation list names
+        // the deleted user, in its own partition, for as long as an access token of theirs can
+        // still be valid (its `ttl`); nothing else of the user is left anywhere.
         let left = Self.traces(of: needles, under: world.storeDirectory)
-        #expect(left.isEmpty, "\(left)")
+        let listed = left.filter { $0.hasPrefix("content ") && $0.contains("REVOKED") && $0.hasSuffix(": " + userID) }
+        #expect(left.filter { !listed.contains($0) }.isEmpty, "\(left)")
+        let entries = try world.allItems().filter { $0["userId"]?.stringValue == userID }
+        #expect(entries.count == 1 && entries.allSatisfy { ($0["PK"]?.stringValue ?? "").hasPrefix("REVOKED#") }, "\(entries)")
+        #expect(try world.allItems(at: world.now + 961).filter { $0["userId"]?.stringValue == userID }.isEmpty)
 
         let stayerID = try #require(stayer["user"]?["id"]?.stringValue)
         #expect(try world.table().getItem(TableKey(pk: "USER#\(stayerID)", sk: "PROFILE")) != nil, "the other user is intact")

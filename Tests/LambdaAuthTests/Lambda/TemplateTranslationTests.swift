@@ -38,10 +38,18 @@ import Testing
     @Test(arguments: [
         (["Issuer": "https://auth.example.test"], "https://auth.example.test"),
         (["Issuer": "https://auth.example.test", "AccessTokenAudience": "example-api"], "example-api"),
+        (["Issuer": "https://auth.example.test", "AccessTokenAudience": "example-api", "Authorizer": "lambda"], "example-api"),
     ])
     func theTranslatedTemplateWiresEveryHandlerToTheAuthorizersIssuer(_ parameters: [String: String], _ audience: String) throws {
         let translated = try Self.translate(parameters: .object(parameters.mapValues { .string($0) }))
         #expect(translated["problems"] == [], "\(translated["problems"]?.serialized() ?? "")")
+        // Authorizer=lambda puts our authorizer function, as API Gateway's payload 2.0 simple
+        // responses call it with no result cache, in front of the same routes (contract section 20).
+        let lambda = parameters["Authorizer"] == "lambda"
+        #expect(translated["authorizer"]?["type"] == (lambda ? "request" : "jwt"))
+        if lambda {
+            #expect(translated["authorizer"]?["handler"] == "authorizer" && translated["authorizer"]?["resultTtl"] == 0)
+        }
         #expect(translated["authorizer"]?["issuer"] == "https://auth.example.test")
         #expect(translated["authorizer"]?["audiences"] == [.string(audience)])
         #expect(Self.routeMismatches(translated) == [])
@@ -55,7 +63,9 @@ import Testing
         })
         #expect(!deployed.isEmpty)
         #expect(deployed == described, "deployed, not described: \(deployed.subtracting(described).sorted()); described, not deployed: \(described.subtracting(deployed).sorted())")
-        for handler in HandlerNames.all {
+        // The authorizer function is deployed with Authorizer=lambda only.
+        #expect((translated["functions"]?["authorizer"] != nil) == lambda)
+        for handler in HandlerNames.all where lambda || handler != "authorizer" {
             let function = translated["functions"]?[handler]
             #expect(function?["environment"]?["AUTH_SIGNING_ALGORITHM"] == "RS256", "\(handler)")
             #expect(function?["environment"]?["AUTH_ISSUER"] == "https://auth.example.test", "\(handler)")
@@ -70,10 +80,11 @@ import Testing
         var text = String(decoding: try FileSystem.readFile(TestSupport.packageRoot + "/Infra/template.yaml"), as: UTF8.self)
         let mistakes = [
             ("        AUTH_SIGNING_ALGORITHM: RS256\n", "        AUTH_SIGNING_ALGORITHM: ES256\n        AUTH_SOMETHING_NEW: \"on\"\n"),
-            ("            JwtConfiguration:\n              issuer: !Ref Issuer\n",
-             "            JwtConfiguration:\n              issuer: https://elsewhere.example.test\n"),
+            ("                  jwtConfiguration:\n                    issuer: !Ref Issuer\n",
+             "                  jwtConfiguration:\n                    issuer: https://elsewhere.example.test\n"),
             ("          Properties: { ApiId: !Ref AuthApi, Path: /auth/otp/start, Method: POST }\n", ""),
-            ("Path: /auth/sessions, Method: GET, Auth: { Authorizer: AccessToken } }", "Path: /auth/sessions, Method: GET }"),
+            ("          /auth/sessions:\n            get: { security: [{ AccessToken: [] }], responses: {} }\n",
+             "          /auth/sessions:\n            get: { responses: {} }\n"),
             ("Path: /auth/refresh, Method: POST }", "Path: /auth/refresh, Method: PUT }"),
         ]
         for (original, mistaken) in mistakes {

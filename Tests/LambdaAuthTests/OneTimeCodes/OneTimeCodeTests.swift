@@ -220,7 +220,9 @@ extension OneTimeCodeTests {
         let deleted = try later.flows.deleteAccount(["accessToken": .string(accessToken), "provider": "email",
                                                      "email": "solo@example.com", "code": .string(code)])
         #expect(deleted["deleted"] == true)
-        #expect(try codes.world.allItems().allSatisfy { $0["PK"]?.stringValue?.hasPrefix("RATE#") == true || $0["PK"]?.stringValue?.hasPrefix("DEV#") == true })
+        #expect(try codes.world.allItems().allSatisfy { $0["PK"]?.stringValue?.hasPrefix("RATE#") == true || $0["PK"]?.stringValue?.hasPrefix("DEV#") == true
+            // The revocation list names the deleted user until its access tokens expire (contract section 20).
+            || $0["PK"]?.stringValue?.hasPrefix("REVOKED#") == true })
     }
 }
 

@@ -35,7 +35,7 @@ import Testing
         let opened = try (0..<6).map { _ in try Self.signIn(world, token) }
         let newestFirst = opened.reversed().map(\.sessionID)
         #expect(try Self.listed(world, by: opened[5]) == Array(newestFirst.prefix(5)), "the first session was evicted")
-        #expect(world.run("sessions", ["accessToken": opened[0].accessToken]).errorCode == "ACCESS_TOKEN_INVALID")
+        #expect(world.run("sessions", ["accessToken": opened[0].accessToken]).errorCode == "ACCESS_TOKEN_REVOKED")
 
         // A refresh is activity: the refreshed session (the oldest left) moves to the front, and the
         // next sign-in evicts the one after it.

@@ -48,7 +48,10 @@ final class SettableClock: WallClock {
             .issue(userID: user, sessionID: "s-1", now: instant ?? clock.nowSeconds, random: SystemRandomSource(), anonymous: anonymous)
     }
 
-    func code(_ verifier: AccessTokenVerifier, _ token: String) -> ErrorCode? {
+    func code(_ verifier: AccessTokenVerifier, _ token: String) -> ErrorCode? { Self.code(verifier, token) }
+
+    /// The verification's error code; nil when the token passes.
+    static func code(_ verifier: AccessTokenVerifier, _ token: String) -> ErrorCode? {
         do {
             _ = try verifier.verify(token)
             return nil

@@ -19,8 +19,14 @@ public struct CompactJWS: Sendable {
     public var keyID: String? { header["kid"]?.stringValue }
 
     public init(parsing token: String) throws(AuthError) {
-        guard token.utf8.count <= CompactJWS.maximumBytes else {
-            throw AuthError(.invalidRequest, "the token is longer than 16 KiB")
+        try self.init(parsing: token, maximumBytes: CompactJWS.maximumBytes)
+    }
+
+    /// `maximumBytes`: a larger ceiling for documents that are JWS but not tokens (the revocation
+    /// list grows with the revocations of the last access-token lifetime).
+    public init(parsing token: String, maximumBytes: Int) throws(AuthError) {
+        guard token.utf8.count <= maximumBytes else {
+            throw AuthError(.invalidRequest, "the token is longer than \(maximumBytes >> 10) KiB")
         }
         // One contiguous copy, then byte slices: String.UTF8View's generic iteration would cost
         // more than the rest of the parsing (this runs on every sign-in, in front of one RSA verify).
