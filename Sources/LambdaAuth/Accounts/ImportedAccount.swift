@@ -67,6 +67,9 @@ package struct ImportedAccount: Sendable {
         return keys
     }
 
+    /// How many items `actions` writes, without building them.
+    package var itemCount: Int { 1 + 2 * identities.count + (emailClaim == nil ? 0 : 1) }
+
     /// The user as sign-in's creation writes it, with no session: version 1, its identities
     /// counted, `appMetadata.importedFrom` set.
     var profile: UserProfile {

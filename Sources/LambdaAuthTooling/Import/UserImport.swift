@@ -199,7 +199,7 @@ public struct UserImport {
                 retries = []
             } else {
                 while start < pending.count, items < localBatchItems {
-                    items += pending[start].account.actions.count
+                    items += pending[start].account.itemCount
                     batch.append(pending[start])
                     start += 1
                 }

@@ -182,7 +182,8 @@ public final class LocalTable: Table, Sendable {
     }
 
     public func transactWrite(_ actions: [TransactWriteAction]) throws(TableError) {
-        let plan = try LocalTable.plan(actions)
+        var parsed: [String: ConditionExpression] = [:]
+        let plan = try LocalTable.plan(actions, parsed: &parsed)
         try write { batch throws(TableError) in
             let (reasons, changes) = try LocalTable.evaluate(plan, current: { key throws(TableError) in try batch.reader.item(key) },
                                                              stored: { key throws(TableError) in try batch.reader.storedItem(key) != nil })
@@ -199,12 +200,20 @@ public final class LocalTable: Table, Sendable {
     }
 
     /// A transaction's actions parsed and validated, before any lock is taken.
-    static func plan(_ actions: [TransactWriteAction]) throws(TableError) -> [(TableKey, PlannedAction)] {
+    /// `parsed`: conditions without placeholders values already parsed (a bulk commit's thousands
+    /// of `attribute_not_exists(PK)` are parsed once).
+    static func plan(_ actions: [TransactWriteAction], parsed: inout [String: ConditionExpression]) throws(TableError)
+        -> [(TableKey, PlannedAction)] {
         guard (1...100).contains(actions.count) else { throw .invalidRequest("a transaction holds 1 to 100 actions") }
         var plan: [(TableKey, PlannedAction)] = []
         for action in actions {
             func condition(_ text: String?, _ attributes: ExpressionAttributes) throws(TableError) -> ConditionExpression? {
-                try text.map { (text) throws(TableError) in try ExpressionParser.condition(text, attributes) }
+                guard let text else { return nil }
+                guard attributes.names.isEmpty, attributes.values.isEmpty else { return try ExpressionParser.condition(text, attributes) }
+                if let known = parsed[text] { return known }
+                let condition = try ExpressionParser.condition(text, attributes)
+                parsed[text] = condition
+                return condition
             }
             switch action {
             case .put(let item, let text, let attributes):
@@ -325,7 +334,8 @@ public final class LocalTable: Table, Sendable {
     /// transaction that committed, else its reasons, as `transactWrite` would have thrown them.
     public func transactEach(_ transactions: [[TransactWriteAction]]) throws(TableError) -> [[CancellationReason]?] {
         var plans: [[(TableKey, PlannedAction)]] = []
-        for actions in transactions { plans.append(try LocalTable.plan(actions)) }
+        var parsed: [String: ConditionExpression] = [:]
+        for actions in transactions { plans.append(try LocalTable.plan(actions, parsed: &parsed)) }
         return try write(forceCheckpoint: true) { batch throws(TableError) -> [[CancellationReason]?] in
             // What earlier transactions of this commit staged: later ones read it first.
             var staged: [TableKey: Item?] = [:]
