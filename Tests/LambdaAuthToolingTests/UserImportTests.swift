@@ -253,7 +253,7 @@ struct ImportSample: Sendable {
         #expect(last.exitCode == 0, "\(last.stderrText)")
         #expect(last.json.map { ($0["imported"]?.int64Value ?? -1) + ($0["alreadyPresent"]?.int64Value ?? -1) } == Int64(count), "\(last.stdoutText)")
         #expect(try Self.wholeUsers(count, table: LocalTable(directory: directory + "/store", clock: SystemClock())) == count)
-        #expect(wholeAfterKills.filter { $0 > 0 && $0 < count }.count >= 3, "too few kills landed mid-way: \(wholeAfterKills)")
+        #expect(wholeAfterKills.contains { $0 > 0 && $0 < count }, "no kill landed mid-way: \(wholeAfterKills)")
     }
 
     /// The same on moto's DynamoDB, once: a kill mid-way, a rerun, every user whole.

@@ -14,6 +14,10 @@ public struct UserImport {
     public var progress: ((Summary) -> Void)?
     /// Items per local commit (the bulk path's batch, as `store import`'s).
     public var localBatchItems = 10_000
+    /// Actions per TransactWriteItems: DynamoDB takes 100, but a transaction's latency grows with
+    /// its items and the client gives each request 3 s (moto_server, which copies the table for
+    /// each transaction, ran past that at 100); a quarter costs a few more requests, no more writes.
+    public var transactionActions = 25
 
     public init(system: ImportSystem, providerMap: [String: String] = [:], sleeper: any Sleeper = SystemSleeper(),
                 progress: ((Summary) -> Void)? = nil) {
@@ -226,7 +230,7 @@ public struct UserImport {
                                     reason: "kept failing its conditions with nothing in the way; run the import again"))
     }
 
-    /// DynamoDB: users packed into TransactWriteItems of up to 100 actions, no two touching one
+    /// DynamoDB: users packed into TransactWriteItems of up to `transactionActions`, no two touching one
     /// item (DynamoDB refuses that), the first of two users that want one item written first. A
     /// cancelled transaction names, per action, whose condition failed: those users are settled by
     /// strongly consistent reads, the others go again, packed as before. Throttling that outlasts
@@ -247,13 +251,13 @@ public struct UserImport {
                 var actions = 0
                 while let next = queue.first {
                     let count = next.account.actions.count
-                    guard actions + count <= 100, keys.isDisjoint(with: next.account.keys) else { break }
+                    guard actions + count <= transactionActions, keys.isDisjoint(with: next.account.keys) else { break }
                     keys.formUnion(next.account.keys)
                     actions += count
                     batch.append(next)
                     queue.removeFirst()
                 }
-                if batch.isEmpty, let next = queue.popFirst() { batch = [next] }  // over 100 actions: the store refuses it below
+                if batch.isEmpty, let next = queue.popFirst() { batch = [next] }  // alone; over 100 actions, the store refuses it below
             }
             let actions = batch.flatMap(\.account.actions)
             let reasons = try transactWithBackoff(actions, table: table)
