@@ -38,6 +38,7 @@ public enum BenchReport {
         | --- | --- |
         | `verify` | a whole ID-token verification on a warm key cache beside swift-crypto's bare RSA-2048 verify, on one thread (target: at least 60 % of its rate) |
         | `store` | the local store's `putItem` and GSI1 query on 100 and on 100,000 users (target: ratio ≤ 1.5), and the export and import of the large table |
+        | `import` | `authctl users import` of a generated 100,000-user Firebase export into a new local store (target: under 60 s) and the same file again; on moto's DynamoDB, the requests and transactional item writes per user |
         | `runtime` | warm invocations through the Runtime API (median and p99), the tail over 1,000 and 10,000 rotations of one refresh chain (target: p99 ≤ 3× the median), and each zip's size (target: ≤ 7 MB) |
         | `floor` | each zipped bootstrap's cold start (exec to its first `/next`) and the libraries it maps then, beside a static C program that only exits; every handler's whole process and warm invocation |
         | `startup` | each step a handler takes before its first `/next`, timed in a fresh process |

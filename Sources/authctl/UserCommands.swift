@@ -1,12 +1,16 @@
 import ArgumentParser
 import LambdaAuth
+import LambdaAuthTooling
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Operators' view of one user, and its deletion by the same code `delete-account` runs.
 struct UserCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "users", abstract: "Show or delete one user, or prune expired guests (AUTH_STORE names the store).",
-        subcommands: [Show.self, Passkeys.self, SetMetadata.self, Delete.self, PruneGuests.self])
+        commandName: "users", abstract: "Show or delete one user, import users from another system, or prune expired guests (AUTH_STORE names the store).",
+        subcommands: [Show.self, Passkeys.self, SetMetadata.self, Delete.self, Import.self, PruneGuests.self])
 
     static func services() throws -> AuthServices {
         try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning))
@@ -16,11 +20,21 @@ struct UserCommands: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the user, its sessions and its refresh tokens counted by status.")
 
-        @Argument(help: "The user id.") var userID: String
+        @Argument(help: "The user id (with --from: the user's id in that system).") var userID: String
+        @Option(help: ArgumentHelp("The system the user was imported from (firebase, auth0, cognito): USER_ID is its old id.",
+                                   valueName: "system"))
+        var from: String?
 
         func run() throws {
-            guard let description = try UserCommands.services().describeUser(userID) else {
-                throw CommandFailure("no user \(userID)")
+            var id = userID
+            if let from {
+                guard let system = ImportSystem(rawValue: from) else {
+                    throw CommandFailure("--from takes firebase, auth0 or cognito, not \(from)", exitCode: 2)
+                }
+                id = ImportedAccount.userID(system: system.rawValue, sourceID: userID)
+            }
+            guard let description = try UserCommands.services().describeUser(id) else {
+                throw CommandFailure(from == nil ? "no user \(userID)" : "no user imported from \(from!) id \(userID) (it would be \(id))")
             }
             print(description.prettyPrinted())
         }
@@ -68,6 +82,81 @@ struct UserCommands: ParsableCommand {
                 throw CommandFailure("no user \(userID)")
             }
             print(JSONValue.object(["deleted": true, "userId": .string(userID)]).prettyPrinted())
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Bring users from Firebase, Auth0 or Cognito: identities, email, name, creation time (no passwords).",
+            discussion: """
+                FILE: a Firebase auth:export JSON file, an Auth0 user export (NDJSON), or Cognito ListUsers pages (JSON); - for stdin. \
+                Each user is written whole or not at all, under an id derived from its old one: running the import again \
+                writes nothing twice, and finishes an import that was interrupted. Prints a JSON summary on stdout \
+                (imported, already present, skipped with a reason each); progress on stderr when it is a terminal. \
+                See docs/migration.md.
+                """)
+
+        @Option(help: ArgumentHelp("The system the file comes from.", valueName: "firebase|auth0|cognito")) var from: String
+        @Option(name: .customLong("provider-map"),
+                help: ArgumentHelp("Their provider name = ours (a provider of AUTH_OIDC_PROVIDERS), e.g. microsoft.com=entra; repeatable.",
+                                   valueName: "theirs=ours"))
+        var providerMap: [String] = []
+        @Option(help: ArgumentHelp("Items per commit on the local store (default 10000): fewer, for a store that many processes share.",
+                                   valueName: "n"))
+        var batchItems: Int?
+        @Argument(help: "The export file, or - for stdin.") var file: String
+
+        func run() throws {
+            guard let system = ImportSystem(rawValue: from) else {
+                throw CommandFailure("--from takes firebase, auth0 or cognito, not \(from)", exitCode: 2)
+            }
+            let map: [String: String]
+            do {
+                map = try UserImport.parseProviderMap(providerMap)
+            } catch {
+                throw CommandFailure(error.description, exitCode: 2)
+            }
+            let path = file == "-" ? "/dev/stdin" : file
+            let users: [SourceUser]
+            do {
+                users = try system.read(FileSystem.readFile(path, limit: 1 << 33))
+            } catch let failure as ImportFormatError {
+                throw CommandFailure("\(file): \(failure.description)")
+            }
+            let configuration = try AuthCtlContext.current.configuration()
+            let table = try makeTable(configuration, clock: configuration.clock)
+            let meter = isatty(2) == 1 ? ProgressMeter(total: users.count) : nil
+            var importer = UserImport(system: system, providerMap: map)
+            importer.progress = meter.map { meter in { meter.show($0) } }
+            if let batchItems {
+                guard batchItems > 0 else { throw CommandFailure("--batch-items needs a positive number", exitCode: 2) }
+                importer.localBatchItems = batchItems
+            }
+            let summary = try importer.run(users, into: table)
+            meter?.finish(summary)
+            print(summary.json.prettyPrinted())
+        }
+    }
+
+    /// One line on a terminal, rewritten at most five times a second.
+    final class ProgressMeter {
+        let total: Int
+        var shownAt = 0.0
+
+        init(total: Int) { self.total = total }
+
+        func show(_ summary: UserImport.Summary, force: Bool = false) {
+            let now = monotonicSeconds()
+            guard force || now - shownAt >= 0.2 else { return }
+            shownAt = now
+            let line = "\r\u{1B}[Kusers import: \(summary.settled) of \(total) (imported \(summary.imported), "
+                + "already present \(summary.alreadyPresent), skipped \(summary.skipped.count))"
+            _ = Array(line.utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        }
+
+        func finish(_ summary: UserImport.Summary) {
+            show(summary, force: true)
+            _ = write(2, "\n", 1)
         }
     }
 

@@ -184,17 +184,38 @@ public final class LocalTable: Table, Sendable {
     }
 
     public func transactWrite(_ actions: [TransactWriteAction]) throws(TableError) {
-        guard (1...100).contains(actions.count) else { throw .invalidRequest("a transaction holds 1 to 100 actions") }
-        enum Planned {
-            case put(Item, ConditionExpression?)
-            case update(UpdateExpression, ConditionExpression?)
-            case delete(ConditionExpression?)
-            case check(ConditionExpression)
+        var parsed: [String: ConditionExpression] = [:]
+        let plan = try LocalTable.plan(actions, parsed: &parsed)
+        try write { batch throws(TableError) in
+            let (reasons, changes) = try LocalTable.evaluate(plan, current: { key throws(TableError) in try batch.reader.item(key) },
+                                                             stored: { key throws(TableError) in try batch.reader.storedItem(key) != nil })
+            guard reasons.allSatisfy({ $0 == .none }) else { throw .transactionCanceled(reasons: reasons) }
+            for (key, item) in changes { batch.stage(key, item) }
         }
-        var plan: [(TableKey, Planned)] = []
+    }
+
+    enum PlannedAction {
+        case put(Item, ConditionExpression?)
+        case update(UpdateExpression, ConditionExpression?)
+        case delete(ConditionExpression?)
+        case check(ConditionExpression)
+    }
+
+    /// A transaction's actions parsed and validated, before any lock is taken.
+    /// `parsed`: conditions without placeholders values already parsed (a bulk commit's thousands
+    /// of `attribute_not_exists(PK)` are parsed once).
+    static func plan(_ actions: [TransactWriteAction], parsed: inout [String: ConditionExpression]) throws(TableError)
+        -> [(TableKey, PlannedAction)] {
+        guard (1...100).contains(actions.count) else { throw .invalidRequest("a transaction holds 1 to 100 actions") }
+        var plan: [(TableKey, PlannedAction)] = []
         for action in actions {
             func condition(_ text: String?, _ attributes: ExpressionAttributes) throws(TableError) -> ConditionExpression? {
-                try text.map { (text) throws(TableError) in try ExpressionParser.condition(text, attributes) }
+                guard let text else { return nil }
+                guard attributes.names.isEmpty, attributes.values.isEmpty else { return try ExpressionParser.condition(text, attributes) }
+                if let known = parsed[text] { return known }
+                let condition = try ExpressionParser.condition(text, attributes)
+                parsed[text] = condition
+                return condition
             }
             switch action {
             case .put(let item, let text, let attributes):
@@ -213,41 +234,45 @@ public final class LocalTable: Table, Sendable {
         guard Set(plan.map(\.0)).count == plan.count else {
             throw .invalidRequest("transaction request cannot include multiple operations on one item")
         }
-        try write { batch throws(TableError) in
-            var reasons: [CancellationReason] = []
-            var changes: [(TableKey, Item?)] = []
-            for (key, planned) in plan {
-                let current = try batch.reader.item(key)
-                func holds(_ condition: ConditionExpression?) -> Bool {
-                    condition.map { ExpressionEvaluator.evaluate($0, on: current) } ?? true
-                }
-                switch planned {
-                case .put(let item, let condition):
-                    reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
-                    changes.append((key, item))
-                case .update(let update, let condition):
-                    guard holds(condition) else {
-                        reasons.append(.conditionalCheckFailed)
-                        continue
-                    }
-                    do throws(TableError) {
-                        let updated = try ExpressionEvaluator.apply(update, to: current ?? key.item, keyNames: LocalTable.keyNames)
-                        try LocalTable.validate(updated)
-                        changes.append((key, updated))
-                        reasons.append(.none)
-                    } catch {
-                        reasons.append(CancellationReason(code: "ValidationError", message: error.description))
-                    }
-                case .delete(let condition):
-                    reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
-                    if try batch.reader.storedItem(key) != nil { changes.append((key, nil)) }
-                case .check(let condition):
-                    reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
-                }
+        return plan
+    }
+
+    /// One reason per action and the changes the transaction makes if every reason is `None`.
+    static func evaluate(_ plan: [(TableKey, PlannedAction)], current item: (TableKey) throws(TableError) -> Item?,
+                         stored: (TableKey) throws(TableError) -> Bool) throws(TableError)
+        -> (reasons: [CancellationReason], changes: [(TableKey, Item?)]) {
+        var reasons: [CancellationReason] = []
+        var changes: [(TableKey, Item?)] = []
+        for (key, planned) in plan {
+            let current = try item(key)
+            func holds(_ condition: ConditionExpression?) -> Bool {
+                condition.map { ExpressionEvaluator.evaluate($0, on: current) } ?? true
             }
-            guard reasons.allSatisfy({ $0 == .none }) else { throw .transactionCanceled(reasons: reasons) }
-            for (key, item) in changes { batch.stage(key, item) }
+            switch planned {
+            case .put(let item, let condition):
+                reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
+                changes.append((key, item))
+            case .update(let update, let condition):
+                guard holds(condition) else {
+                    reasons.append(.conditionalCheckFailed)
+                    continue
+                }
+                do throws(TableError) {
+                    let updated = try ExpressionEvaluator.apply(update, to: current ?? key.item, keyNames: LocalTable.keyNames)
+                    try LocalTable.validate(updated)
+                    changes.append((key, updated))
+                    reasons.append(.none)
+                } catch {
+                    reasons.append(CancellationReason(code: "ValidationError", message: error.description))
+                }
+            case .delete(let condition):
+                reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
+                if try stored(key) { changes.append((key, nil)) }
+            case .check(let condition):
+                reasons.append(holds(condition) ? .none : .conditionalCheckFailed)
+            }
         }
+        return (reasons, changes)
     }
 
     public func scan(limit: Int?, exclusiveStartKey: Item?) throws(TableError) -> QueryPage {
@@ -302,6 +327,43 @@ public final class LocalTable: Table, Sendable {
         for item in items { keyed.append((try LocalTable.validate(item), item)) }
         try write(forceCheckpoint: true) { batch throws(TableError) in
             for (key, item) in keyed { batch.stage(key, item) }
+        }
+    }
+
+    /// Many independent transactions in one commit: each is all or nothing and sees the ones before
+    /// it, and the commit is atomic and durable as a whole, then checkpointed at once (the bulk
+    /// path of `authctl users import`: one sync for thousands of users, not one each). nil for a
+    /// transaction that committed, else its reasons, as `transactWrite` would have thrown them.
+    public func transactEach(_ transactions: [[TransactWriteAction]]) throws(TableError) -> [[CancellationReason]?] {
+        var plans: [[(TableKey, PlannedAction)]] = []
+        var parsed: [String: ConditionExpression] = [:]
+        for actions in transactions { plans.append(try LocalTable.plan(actions, parsed: &parsed)) }
+        return try write(forceCheckpoint: true) { batch throws(TableError) -> [[CancellationReason]?] in
+            // What earlier transactions of this commit staged: later ones read it first.
+            var staged: [TableKey: Item?] = [:]
+            var outcomes: [[CancellationReason]?] = []
+            for plan in plans {
+                let (reasons, changes) = try LocalTable.evaluate(
+                    plan,
+                    current: { key throws(TableError) in
+                        if let item = staged[key] { return item }
+                        return try batch.reader.item(key)
+                    },
+                    stored: { key throws(TableError) in
+                        if let item = staged[key] { return item != nil }
+                        return try batch.reader.storedItem(key) != nil
+                    })
+                guard reasons.allSatisfy({ $0 == .none }) else {
+                    outcomes.append(reasons)
+                    continue
+                }
+                for (key, item) in changes {
+                    staged[key] = .some(item)
+                    batch.stage(key, item)
+                }
+                outcomes.append(nil)
+            }
+            return outcomes
         }
     }
 
