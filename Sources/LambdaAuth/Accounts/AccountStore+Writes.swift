@@ -139,7 +139,7 @@ extension AccountStore {
             .put(opening.refreshToken.item),
         ])
         plan.add(.ceremony, opening.ceremony)
-        plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
+        plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now, reason: .evicted) })
         // The evicted sessions' tokens ride in the same commit: one sync, not a second transaction.
         let room = max(0, AccountStore.transactionLimit - plan.actions.count)
         plan.add(opening.evictedTokens.prefix(room).map { AccountStore.revoke($0, now: now) })

@@ -1,0 +1,65 @@
+import Logging
+
+/// `events`: a batch of the table's DynamoDB Stream (`{"Records": [...]}`, new and old images)
+/// in, one CloudEvent per meaningful change out through EventBridge (contract section 22); the
+/// answer is Lambda's partial batch response, `{"batchItemFailures": [{"itemIdentifier": <the
+/// sequence number Lambda retries from>}]}`, empty when everything was delivered.
+///
+/// It needs no table, key or secret: only the bus, the issuer and AWS credentials, read from the
+/// environment (its role may do nothing but `events:PutEvents` on the bus).
+public struct EventsHandler: RequestHandler {
+    let options: ItemEvents.Options
+    let publisher: EventBridgePublisher
+
+    public init(options: ItemEvents.Options, publisher: EventBridgePublisher) {
+        self.options = options
+        self.publisher = publisher
+    }
+
+    /// `AUTH_EVENT_BUS` (required), `AUTH_ISSUER`, `AUTH_EVENTS_INCLUDE_EMAIL`, `AWS_REGION`,
+    /// the `AWS_*` credentials and `AWS_ENDPOINT_URL_EVENTS` (moto, a proxy).
+    public static func fromEnvironment(_ environment: [String: String], http: any HTTPClient = CurlHTTPClient(),
+                                       sleeper: any Sleeper = SystemSleeper()) throws(AuthError) -> EventsHandler {
+        let reader = EnvironmentReader(environment)
+        guard let bus = reader.string("AUTH_EVENT_BUS") else {
+            throw AuthConfiguration.configError("AUTH_EVENT_BUS", "is required by events (the EventBridge bus name or ARN)")
+        }
+        let options = ItemEvents.Options(source: reader.string("AUTH_ISSUER") ?? AuthConfiguration.defaultIssuer,
+                                         includeEmail: try reader.bool("AUTH_EVENTS_INCLUDE_EMAIL") ?? false)
+        let (region, credentials) = try AWSEnvironment.require(reader, for: "events")
+        let endpoint = try reader.url("AWS_ENDPOINT_URL_EVENTS") ?? "https://events.\(region).amazonaws.com"
+        let client = AWSJSONClient(service: EventBridgePublisher.service, endpoint: endpoint, region: region,
+                                   credentials: credentials, http: http, sleeper: sleeper)
+        return EventsHandler(options: options, publisher: EventBridgePublisher(client: client, bus: bus, sleeper: sleeper))
+    }
+
+    public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        guard let records = request.body["Records"]?.arrayValue else {
+            throw AuthError(.invalidRequest, "events takes a DynamoDB Stream batch: {\"Records\": [...]}")
+        }
+        var pending: [EventBridgePublisher.Pending] = []
+        for record in records {
+            do {
+                let change = try ItemChange(streamRecord: record)
+                if let event = ItemEvents.event(for: change, options: options) {
+                    pending.append(EventBridgePublisher.Pending(event: event, sequenceNumber: change.sequenceNumber))
+                }
+            } catch {
+                // Retrying cannot make it readable, and holding it back would stall the shard for
+                // good: it is logged (never its images) and passed over.
+                context.logger.error("a stream record could not be read; it publishes nothing",
+                                     metadata: ["reason": .string(error.description), "eventID": .string(record["eventID"]?.stringValue ?? "")])
+            }
+        }
+        let outcome = publisher.deliver(pending, logger: context.logger)
+        // Lambda retries a stream batch from the lowest sequence number reported, so the earliest
+        // undelivered record is the one that matters: everything after it comes again.
+        let failures: [JSONValue] = outcome.undelivered.first.map { [["itemIdentifier": .string(pending[$0].sequenceNumber)]] } ?? []
+        context.logger.info("events published", metadata: [
+            "records": .number(Int64(records.count)), "events": .number(Int64(pending.count)),
+            "delivered": .number(Int64(outcome.delivered)), "calls": .number(Int64(outcome.calls)),
+            "undelivered": .number(Int64(outcome.undelivered.count)),
+        ])
+        return InvocationResponse(body: ["batchItemFailures": .array(failures)])
+    }
+}
