@@ -111,6 +111,8 @@ extension AuthConfiguration {
             }
         }
 
+        configuration.eventBus = reader.string("AUTH_EVENT_BUS")
+        configuration.eventsEndpoint = try reader.url("AWS_ENDPOINT_URL_EVENTS")
         try reader.bool("AUTH_EVENTS_INCLUDE_EMAIL", into: &configuration.eventsIncludeEmail)
         configuration.eventsWebhook = try reader.secureURL("AUTH_EVENTS_WEBHOOK")
         configuration.hookSecret = try hookSecret(reader)

@@ -82,6 +82,9 @@ public struct AuthConfiguration: Sendable {
     public var stsEndpoint: String?
     public var userBucket: String?
     public var awsRegion: String?
+    /// AUTH_EVENT_BUS and AWS_ENDPOINT_URL_EVENTS: where the events handler puts its events.
+    public var eventBus: String?
+    public var eventsEndpoint: String?
     /// AUTH_EVENTS_INCLUDE_EMAIL: events carry emails only when asked (contract section 22).
     public var eventsIncludeEmail = false
     /// AUTH_EVENTS_WEBHOOK: where `serve` posts the local store's events.

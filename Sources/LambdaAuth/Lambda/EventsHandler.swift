@@ -7,6 +7,16 @@ import Logging
 ///
 /// It needs no table, key or secret: only the bus, the issuer and AWS credentials, read from the
 /// environment (its role may do nothing but `events:PutEvents` on the bus).
+/// A handler built where its settings are missing (serve, the tests: no bus), answering each
+/// request with the CONFIG_ERROR its start would have been.
+struct UnconfiguredHandler: RequestHandler {
+    let error: AuthError
+
+    func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+        throw error
+    }
+}
+
 public struct EventsHandler: RequestHandler {
     let options: ItemEvents.Options
     let publisher: EventBridgePublisher
@@ -21,16 +31,33 @@ public struct EventsHandler: RequestHandler {
     public static func fromEnvironment(_ environment: [String: String], http: any HTTPClient = CurlHTTPClient(),
                                        sleeper: any Sleeper = SystemSleeper()) throws(AuthError) -> EventsHandler {
         let reader = EnvironmentReader(environment)
-        guard let bus = reader.string("AUTH_EVENT_BUS") else {
-            throw AuthConfiguration.configError("AUTH_EVENT_BUS", "is required by events (the EventBridge bus name or ARN)")
-        }
         let options = ItemEvents.Options(source: reader.string("AUTH_ISSUER") ?? AuthConfiguration.defaultIssuer,
                                          includeEmail: try reader.bool("AUTH_EVENTS_INCLUDE_EMAIL") ?? false)
-        let (region, credentials) = try AWSEnvironment.require(reader, for: "events")
-        let endpoint = try reader.url("AWS_ENDPOINT_URL_EVENTS") ?? "https://events.\(region).amazonaws.com"
-        let client = AWSJSONClient(service: EventBridgePublisher.service, endpoint: endpoint, region: region,
-                                   credentials: credentials, http: http, sleeper: sleeper)
-        return EventsHandler(options: options, publisher: EventBridgePublisher(client: client, bus: bus, sleeper: sleeper))
+        return try EventsHandler(bus: reader.string("AUTH_EVENT_BUS"), options: options,
+                                 region: AWSEnvironment.region(reader), credentials: AWSEnvironment.credentials(reader),
+                                 endpoint: try reader.url("AWS_ENDPOINT_URL_EVENTS"), http: http, sleeper: sleeper)
+    }
+
+    /// From a process's services (serve, the tests): the same settings, read by the configuration.
+    public init(configuration: AuthConfiguration, http: any HTTPClient) throws(AuthError) {
+        try self.init(bus: configuration.eventBus,
+                      options: ItemEvents.Options(source: configuration.issuer, includeEmail: configuration.eventsIncludeEmail),
+                      region: configuration.awsRegion, credentials: configuration.awsCredentials,
+                      endpoint: configuration.eventsEndpoint, http: http, sleeper: SystemSleeper())
+    }
+
+    init(bus: String?, options: ItemEvents.Options, region: String?, credentials: AWSCredentials?, endpoint: String?,
+         http: any HTTPClient, sleeper: any Sleeper) throws(AuthError) {
+        guard let bus else {
+            throw AuthConfiguration.configError("AUTH_EVENT_BUS", "is required by events (the EventBridge bus name or ARN)")
+        }
+        guard let region else { throw AuthError(.configError, "AWS_REGION is required with events") }
+        guard let credentials else {
+            throw AuthError(.configError, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are required with events")
+        }
+        let client = AWSJSONClient(service: EventBridgePublisher.service, endpoint: endpoint ?? "https://events.\(region).amazonaws.com",
+                                   region: region, credentials: credentials, http: http, sleeper: sleeper)
+        self.init(options: options, publisher: EventBridgePublisher(client: client, bus: bus, sleeper: sleeper))
     }
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {

@@ -63,8 +63,12 @@ public enum HandlerCatalogue {
     /// `events:PutEvents`.
     public static let events = HandlerEntry(name: "events", routes: [], factory: { environment, _ in
         try EventsHandler.fromEnvironment(environment)
-    }) { (_: AuthServices) throws(AuthError) -> any RequestHandler in
-        try EventsHandler.fromEnvironment(Environment.current())
+    }) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
+        do throws(AuthError) {
+            return try EventsHandler(configuration: services.configuration, http: services.httpClient)
+        } catch {
+            return UnconfiguredHandler(error: error)
+        }
     }
 
     /// In the order the README lists the handlers. Only tools and tests read it: a handler's
