@@ -21,33 +21,13 @@ enum ScenarioEvents {
             }
         }
 
-        /// Every record of the table's stream, through the DynamoDB Streams API.
+        /// Every record of the table's stream.
         mutating func read(stream table: String, endpoint: String, inherited: [String: String]) throws {
-            func call(_ prefix: String, _ operation: String, _ body: JSONValue) throws -> JSONValue {
-                let client = AWSJSONClient(
-                    service: AWSJSONClient.Service(signingName: "dynamodb", targetPrefix: prefix, jsonVersion: "1.0",
-                                                   displayName: "DynamoDB Streams", maximumResponseBytes: 16 << 20),
-                    endpoint: endpoint, region: inherited["AWS_REGION"] ?? "us-east-1",
-                    credentials: AWSCredentials(accessKeyID: inherited["AWS_ACCESS_KEY_ID"] ?? "testing",
-                                                secretAccessKey: inherited["AWS_SECRET_ACCESS_KEY"] ?? "testing"),
-                    http: CurlHTTPClient())
-                return try client.call(operation, body)
-            }
-            let streams = "DynamoDBStreams_20120810."
-            guard let arn = try call("DynamoDB_20120810.", "DescribeTable", ["TableName": .string(table)])["Table"]?["LatestStreamArn"] else {
-                throw CommandFailure("table \(table) has no stream")
-            }
-            for shard in try call(streams, "DescribeStream", ["StreamArn": arn])["StreamDescription"]?["Shards"]?.arrayValue ?? [] {
-                var iterator = try call(streams, "GetShardIterator", ["StreamArn": arn, "ShardId": shard["ShardId"] ?? .null,
-                                                                      "ShardIteratorType": "TRIM_HORIZON"])["ShardIterator"]
-                while let current = iterator, !current.isNull {
-                    let page = try call(streams, "GetRecords", ["ShardIterator": current, "Limit": 1000])
-                    let records = page["Records"]?.arrayValue ?? []
-                    changes += try records.map { try ItemChange(streamRecord: $0) }
-                    if records.isEmpty { break }
-                    iterator = page["NextShardIterator"]
-                }
-            }
+            let reader = DynamoDBStreamReader(
+                endpoint: endpoint, region: inherited["AWS_REGION"] ?? "us-east-1",
+                credentials: AWSCredentials(accessKeyID: inherited["AWS_ACCESS_KEY_ID"] ?? "testing",
+                                            secretAccessKey: inherited["AWS_SECRET_ACCESS_KEY"] ?? "testing"))
+            changes += try reader.records(table: table).map { try ItemChange(streamRecord: $0) }
         }
     }
 

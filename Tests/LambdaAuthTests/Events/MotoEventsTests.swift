@@ -23,10 +23,6 @@ import Testing
             return try client.call(operation, body)
         }
 
-        func streams(_ operation: String, _ body: JSONValue) throws -> JSONValue {
-            try call("dynamodb", "DynamoDBStreams_20120810.", version: "1.0", operation, body)
-        }
-
         func events(_ operation: String, _ body: JSONValue) throws -> JSONValue {
             try call("events", "AWSEvents.", version: "1.1", operation, body)
         }
@@ -53,24 +49,8 @@ import Testing
             return (name, queueURL)
         }
 
-        /// Every record of the table's stream so far, shard by shard, in order.
         func streamRecords(table: String) throws -> [JSONValue] {
-            let description = try call("dynamodb", "DynamoDB_20120810.", version: "1.0", "DescribeTable", ["TableName": .string(table)])
-            let arn = try #require(description["Table"]?["LatestStreamArn"]?.stringValue, "the table has a stream")
-            let shards = try streams("DescribeStream", ["StreamArn": .string(arn)])["StreamDescription"]?["Shards"]?.arrayValue ?? []
-            var records: [JSONValue] = []
-            for shard in shards {
-                var iterator = try streams("GetShardIterator", ["StreamArn": .string(arn), "ShardId": shard["ShardId"] ?? .null,
-                                                                "ShardIteratorType": "TRIM_HORIZON"])["ShardIterator"]
-                while let current = iterator, !current.isNull {
-                    let page = try streams("GetRecords", ["ShardIterator": current, "Limit": 1000])
-                    let got = page["Records"]?.arrayValue ?? []
-                    records += got
-                    if got.isEmpty { break }
-                    iterator = page["NextShardIterator"]
-                }
-            }
-            return records
+            try DynamoDBStreamReader(endpoint: endpoint, region: MotoServer.region, credentials: MotoServer.credentials).records(table: table)
         }
 
         /// Every message of the queue: the CloudEvents inside EventBridge's envelopes, in arrival order.
