@@ -131,9 +131,18 @@ enum ChangeLog {
             var erased = Set(all.filter { $0.kind == .remove && $0.key.sk == Keys.profile }.map(\.key.pk))
             erased.formUnion(fresh.filter { $0.kind == .remove }.map(\.key.pk))
             // No byte of an erased account may stay on disk (contract section 13), its id
-            // included: its records go, events and all. A reader that was following the log
-            // (`serve`, `events tail --follow`) has published them already.
-            let kept = all.filter { !erased.contains($0.key.pk) }
+            // included: its records go, events and all, and so does any other record that names
+            // it (the revocation list's entry for the deleted user: the item itself stays for
+            // the access-token window, its change record would stay as long as the log keeps it).
+            // A reader that was following the log (`serve`, `events tail --follow`) has
+            // published them already.
+            let erasedUsers = erased.compactMap(Keys.userID(partition:)).map { Array($0.utf8) }
+            let kept = all.filter { change in
+                guard !erased.contains(change.key.pk) else { return false }
+                guard !erasedUsers.isEmpty else { return true }
+                let record = change.streamRecord(sourceARN: sourceARN).serializedBytes()
+                return !erasedUsers.contains { record.contains($0) }
+            }
             try replace(path, with: trimmed(kept))
             return
         }
