@@ -58,7 +58,10 @@ struct ImportSample: Sendable {
     }
 }
 
-@Suite struct UserImportTests {
+/// Serialized: the DynamoDB cases run against the one shared (serial) moto server, where an
+/// import's transactions copy the whole table; three at once starved every other suite's requests
+/// past the client's 3 s timeout.
+@Suite(.serialized) struct UserImportTests {
     static let cases: [(ImportSystem, FlowWorld.Backend)] = ImportSystem.allCases.flatMap { system in
         FlowWorld.Backend.allCases.map { (system, $0) }
     }
