@@ -21,28 +21,16 @@ enum Auth0Export {
         return users
     }
 
+    static let fields = FlatUserFields(
+        id: "user_id", email: "email", emailVerified: "email_verified", displayName: "name", picture: "picture",
+        createdAt: "created_at", lastSignIn: "last_login", disabled: "blocked", time: SourceValues.instant, password: nil,
+        identities: IdentityFields(list: "identities", entryName: "an identity", provider: "provider", subject: "user_id",
+                                   email: { SourceValues.text($0["profileData"]?["email"]) }))
+
     static func user(_ record: JSONValue, position: String) -> SourceUser {
-        guard case .object(let fields) = record else { return .invalid(position, "not a JSON object") }
-        guard let id = SourceValues.text(fields["user_id"]) else { return .invalid(position, "no user_id") }
-        var user = SourceUser(position: position)
-        user.id = id
-        user.email = SourceValues.text(fields["email"])
-        user.emailVerified = SourceValues.flag(fields["email_verified"])
-        user.displayName = SourceValues.text(fields["name"])
-        user.pictureURL = SourceValues.text(fields["picture"])
-        guard let created = fields["created_at"] else { return .invalid(position, id: id, "no created_at") }
-        user.createdAt = SourceValues.instant(created)
-        user.lastSignInAt = SourceValues.instant(fields["last_login"])
-        user.disabled = SourceValues.flag(fields["blocked"])
-        if let identities = fields["identities"] {
-            guard let entries = identities.arrayValue else { return .invalid(position, id: id, "identities is not an array") }
-            for entry in entries {
-                guard let provider = SourceValues.text(entry["provider"]), let subject = SourceValues.text(entry["user_id"]) else {
-                    return .invalid(position, id: id, "an identity without provider and user_id")
-                }
-                user.identities.append(.init(provider: provider, subject: subject, email: SourceValues.text(entry["profileData"]?["email"])))
-            }
-        } else if let bar = id.firstIndex(of: "|") {
+        var user = SourceUser.flat(record, position: position, fields)
+        // Without `identities`, Auth0's own id names the provider (`google-oauth2|1234`).
+        if user.invalid == nil, record["identities"] == nil, let id = user.id, let bar = id.firstIndex(of: "|") {
             user.identities.append(.init(provider: String(id[..<bar]), subject: String(id[id.index(after: bar)...]), email: nil))
         }
         return user

@@ -57,12 +57,9 @@ enum CognitoExport {
             guard let entries = (try? JSONValue.parse(text))?.arrayValue else {
                 return .invalid(position, id: id, "the identities attribute is not a JSON array")
             }
-            for entry in entries {
-                guard let provider = SourceValues.text(entry["providerName"]), let subject = SourceValues.text(entry["userId"]) else {
-                    return .invalid(position, id: id, "an identity without providerName and userId")
-                }
-                user.identities.append(.init(provider: provider, subject: subject, email: user.email))
-            }
+            let names = IdentityFields(list: "identities", entryName: "an identity", provider: "providerName", subject: "userId",
+                                       email: { [email = user.email] _ in email })
+            if let problem = user.appendIdentities(entries, names) { return .invalid(position, id: id, problem) }
         }
         return user
     }

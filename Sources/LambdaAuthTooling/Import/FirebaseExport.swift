@@ -26,29 +26,14 @@ enum FirebaseExport {
         return users
     }
 
+    static let fields = FlatUserFields(
+        id: "localId", email: "email", emailVerified: "emailVerified", displayName: "displayName", picture: "photoUrl",
+        createdAt: "createdAt", lastSignIn: "lastSignedInAt", disabled: "disabled", time: SourceValues.milliseconds,
+        password: "passwordHash",
+        identities: IdentityFields(list: "providerUserInfo", entryName: "a providerUserInfo entry", provider: "providerId",
+                                   subject: "rawId", email: { SourceValues.text($0["email"]) }))
+
     static func user(_ record: JSONValue, position: String) -> SourceUser {
-        guard case .object(let fields) = record else { return .invalid(position, "not a JSON object") }
-        guard let id = SourceValues.text(fields["localId"]) else { return .invalid(position, "no localId") }
-        var user = SourceUser(position: position)
-        user.id = id
-        user.email = SourceValues.text(fields["email"])
-        user.emailVerified = SourceValues.flag(fields["emailVerified"])
-        user.displayName = SourceValues.text(fields["displayName"])
-        user.pictureURL = SourceValues.text(fields["photoUrl"])
-        user.createdAt = SourceValues.milliseconds(fields["createdAt"])
-        user.lastSignInAt = SourceValues.milliseconds(fields["lastSignedInAt"])
-        user.disabled = SourceValues.flag(fields["disabled"])
-        if fields["passwordHash"] != nil { user.identities.append(.init(provider: "password", subject: id, email: user.email)) }
-        if let providers = fields["providerUserInfo"] {
-            guard let entries = providers.arrayValue else { return .invalid(position, id: id, "providerUserInfo is not an array") }
-            for entry in entries {
-                guard let provider = SourceValues.text(entry["providerId"]), let subject = SourceValues.text(entry["rawId"]) else {
-                    return .invalid(position, id: id, "a providerUserInfo entry without providerId and rawId")
-                }
-                if provider == "password", user.identities.contains(where: { $0.provider == "password" }) { continue }
-                user.identities.append(.init(provider: provider, subject: subject, email: SourceValues.text(entry["email"])))
-            }
-        }
-        return user
+        SourceUser.flat(record, position: position, fields)
     }
 }

@@ -71,6 +71,62 @@ public struct SourceUser: Sendable {
     }
 }
 
+/// How an export that keeps each user as one flat object names its fields (Firebase, Auth0): the
+/// shapes are the same, the names and the time units are not, so one reader takes the names.
+struct FlatUserFields: Sendable {
+    var id, email, emailVerified, displayName, picture, createdAt, lastSignIn, disabled: String
+    var time: @Sendable (JSONValue?) -> Int64?
+    /// A field whose presence means the system holds a password for the user (no secret is read).
+    var password: String?
+    var identities: IdentityFields
+}
+
+/// Where a format lists a user's identities and how each entry names its provider and subject.
+struct IdentityFields: Sendable {
+    var list: String
+    /// How an entry is called in a skip's reason ("a providerUserInfo entry").
+    var entryName: String
+    var provider, subject: String
+    var email: @Sendable (JSONValue) -> String?
+}
+
+extension SourceUser {
+    static func flat(_ record: JSONValue, position: String, _ names: FlatUserFields) -> SourceUser {
+        guard case .object(let fields) = record else { return .invalid(position, "not a JSON object") }
+        guard let id = SourceValues.text(fields[names.id]) else { return .invalid(position, "no \(names.id)") }
+        var user = SourceUser(position: position)
+        user.id = id
+        user.email = SourceValues.text(fields[names.email])
+        user.emailVerified = SourceValues.flag(fields[names.emailVerified])
+        user.displayName = SourceValues.text(fields[names.displayName])
+        user.pictureURL = SourceValues.text(fields[names.picture])
+        user.createdAt = names.time(fields[names.createdAt])
+        user.lastSignInAt = names.time(fields[names.lastSignIn])
+        user.disabled = SourceValues.flag(fields[names.disabled])
+        if let password = names.password, fields[password] != nil {
+            user.identities.append(.init(provider: "password", subject: id, email: user.email))
+        }
+        if let list = fields[names.identities.list] {
+            guard let entries = list.arrayValue else { return .invalid(position, id: id, "\(names.identities.list) is not an array") }
+            if let problem = user.appendIdentities(entries, names.identities) { return .invalid(position, id: id, problem) }
+        }
+        return user
+    }
+
+    /// The reason when an entry lacks its provider or subject; a second `password` entry (Firebase
+    /// lists the password both ways) is one identity.
+    mutating func appendIdentities(_ entries: [JSONValue], _ names: IdentityFields) -> String? {
+        for entry in entries {
+            guard let provider = SourceValues.text(entry[names.provider]), let subject = SourceValues.text(entry[names.subject]) else {
+                return "\(names.entryName) without \(names.provider) and \(names.subject)"
+            }
+            if provider == "password", identities.contains(where: { $0.provider == "password" }) { continue }
+            identities.append(.init(provider: provider, subject: subject, email: names.email(entry)))
+        }
+        return nil
+    }
+}
+
 /// Small readers shared by the formats: each export spells times and flags its own way.
 enum SourceValues {
     /// Epoch milliseconds as a number or a string of digits (Firebase, Cognito's identities).

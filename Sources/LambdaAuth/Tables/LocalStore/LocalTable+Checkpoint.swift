@@ -85,8 +85,12 @@ extension LocalTable {
             let partitionKey = exactPartitionKey.value
             let path = layout.partitionPath(partitionKey)
             let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
+            // A family's segment file is looked for only where this checkpoint can touch it: a
+            // change in the family, or family items still in the partition file to move out.
             var segments: [String: KeyedPartition] = [:]
-            for prefix in StoreLayout.segmentPrefixes {
+            let changedFamilies = Set(changes.compactMap { StoreLayout.segment(ofSortKey: $0.0.sk) })
+            for prefix in StoreLayout.segmentPrefixes
+            where changedFamilies.contains(prefix) || stored.keys.contains(where: { StoreLayout.segment(ofSortKey: $0.sk) == prefix }) {
                 segments[prefix] = try StoreReader.segment(layout, partitionKey: partitionKey, prefix)
             }
             func storedItem(_ sortKey: String) throws(TableError) -> Item? {

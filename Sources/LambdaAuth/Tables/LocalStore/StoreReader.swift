@@ -147,9 +147,12 @@ struct StoreReader {
 
     private static func keyedPartition(_ path: String, _ identity: FileIdentity?, partitionKey: String,
                                        segment: String?) throws(TableError) -> KeyedPartition {
-        if let identity, let cached = PartitionCache.shared.partition(path, identity) { return cached }
+        // No file: an empty partition, without an open that can only fail (a bulk import reads
+        // three missing partitions per user before writing them).
+        guard let identity else { return KeyedPartition([]) }
+        if let cached = PartitionCache.shared.partition(path, identity) { return cached }
         let partition = try parseKeyedPartition(path, partitionKey: partitionKey, segment: segment)
-        if let identity { PartitionCache.shared.store(path, identity, partition) }
+        PartitionCache.shared.store(path, identity, partition)
         return partition
     }
 
