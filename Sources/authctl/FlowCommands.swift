@@ -175,6 +175,8 @@ struct ReplayCommand: ParsableCommand {
     @Option(help: "The DynamoDB and STS endpoint, with --backend dynamodb.") var endpoint: String?
     @Option(help: "Run every step with AUTH_METRICS=emf, check its one EMF line, and append the lines to this file.")
     var metricsOut: String?
+    @Option(help: "Append the events each scenario's changes publish to this file (one a line, ids normalised).")
+    var eventsOut: String?
     @Argument(help: "Scenario files.") var files: [String] = []
 
     func run() throws {
@@ -183,7 +185,7 @@ struct ReplayCommand: ParsableCommand {
         guard !files.isEmpty else { throw CommandFailure("name at least one scenario file", exitCode: 2) }
         let runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
                                     baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") }, backend: backend,
-                                    metricsFile: metricsOut)
+                                    metricsFile: metricsOut, eventsFile: eventsOut)
         var passed = 0, failed = 0
         for file in files {
             let scenario = try Scenario(path: file, root: ".")

@@ -142,6 +142,9 @@ struct ScenarioRunner {
     /// With `--metrics-out`: every step runs with `AUTH_METRICS=emf`, must write exactly one EMF
     /// line for its handler and outcome, and the lines are appended here (for an EMF validator).
     var metricsFile: String? = nil
+    /// With `--events-out`: the events each scenario's changes publish (the local store's change
+    /// log, or the DynamoDB table's stream), appended here one a line (`ScenarioEvents`).
+    var eventsFile: String? = nil
 
     struct Outcome {
         var passed: Bool
@@ -162,6 +165,7 @@ struct ScenarioRunner {
         var report: [String] = []
         let signingKeys = NamedSigningKeys()
         let passkeys = NamedPasskeyAuthenticators()
+        var changes = ScenarioEvents.Collector()
         for (index, step) in scenario.steps.enumerated() {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
@@ -183,6 +187,8 @@ struct ScenarioRunner {
             if metricsFile != nil { variables["AUTH_METRICS"] = "emf" }
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
+            // After each step: an account's erasure takes its records out of the local change log.
+            if eventsFile != nil, case .local = backend { try changes.follow(localStore: world + "/store") }
             var problems = check(step, invocation, saved: saved)
             if let metricsFile {
                 let lines = ScenarioRunner.metricLines(invocation.log).map { $0 + "\n" }.joined()
@@ -212,6 +218,12 @@ struct ScenarioRunner {
                 }
                 saved[name] = value.stringValue ?? value.serialized()
             }
+        }
+        if let eventsFile {
+            if case .dynamoDB(let endpoint) = backend, let table = storeEnvironment["AUTH_STORE"]?.split(separator: ":").last {
+                try changes.read(stream: String(table), endpoint: endpoint, inherited: baseEnvironment)
+            }
+            try ScenarioEvents.append(changes.changes, scenario: String(scenario.path.split(separator: "/").last ?? ""), to: eventsFile)
         }
         return Outcome(passed: true, report: report)
     }

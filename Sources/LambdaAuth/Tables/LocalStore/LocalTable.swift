@@ -325,7 +325,7 @@ public final class LocalTable: Table, Sendable {
         guard !items.isEmpty else { return }
         var keyed: [(TableKey, Item)] = []
         for item in items { keyed.append((try LocalTable.validate(item), item)) }
-        try write(forceCheckpoint: true) { batch throws(TableError) in
+        try write(forceCheckpoint: true, recordingChanges: false) { batch throws(TableError) in
             for (key, item) in keyed { batch.stage(key, item) }
         }
     }
