@@ -16,9 +16,10 @@ public enum ItemEvents {
         }
     }
 
-    /// The event a change publishes, if any.
+    /// The event a change publishes, if any. It reads only `readAttributes(of:)`, so an event
+    /// cannot say what the local store's change log does not keep.
     public static func event(for change: ItemChange, options: Options) -> AuthEvent? {
-        if let old = change.oldImage, let new = change.newImage, old == new { return nil }
+        guard let change = readable(change) else { return nil }
         guard let userID = Keys.userID(partition: change.key.pk) else { return nil }
         let made: (type: AuthEvent.EventType, data: [String: JSONValue])?
         if change.key.sk == Keys.profile {
@@ -35,6 +36,38 @@ public enum ItemEvents {
         data["userId"] = .string(userID)
         return AuthEvent(id: change.derivedEventID, type: made.type, source: options.source, subject: userID,
                          time: change.committedAt, sequence: change.orderingKey, data: data)
+    }
+
+    // MARK: - What the events of an item kind read
+
+    /// The attributes an item kind's events read; nil for a kind that publishes nothing. The
+    /// local store's change log keeps these and nothing else (LocalStore/ChangeLog.swift), so no
+    /// secret an item holds (a sealed provider token, a token's hash, a session's family key, a
+    /// code's hash, a dev key) is copied into it: no event needs one, and `authctl keys reseal`
+    /// and an account's erasure would otherwise have to find every copy there.
+    static func readAttributes(of key: TableKey) -> Set<String>? {
+        guard Keys.userID(partition: key.pk) != nil else { return nil }
+        if key.sk == Keys.profile { return profileAttributes }
+        if key.sk.hasPrefix(Keys.sessionPrefix) { return sessionAttributes }
+        if Keys.identityProvider(sortKey: key.sk) != nil { return identityAttributes }
+        return nil
+    }
+
+    static let keyAttributes: Set<String> = ["PK", "SK"]
+    static let profileAttributes = keyAttributes.union(userFields).union(["isGuest", "deletionRequestedAt"])
+    static let sessionAttributes = keyAttributes.union(["status", "endedReason", "device"])
+    static let identityAttributes = keyAttributes.union(["subject", "email"])
+
+    /// The change as its events see it: its images cut to `readAttributes(of:)`; nil when its kind
+    /// publishes nothing or nothing it reads changed (as DynamoDB Streams gives no record for a
+    /// write that changed nothing).
+    static func readable(_ change: ItemChange) -> ItemChange? {
+        guard let names = readAttributes(of: change.key) else { return nil }
+        var change = change
+        change.oldImage = change.oldImage.map { $0.filter { names.contains($0.key) } }
+        change.newImage = change.newImage.map { $0.filter { names.contains($0.key) } }
+        if let old = change.oldImage, let new = change.newImage, old == new { return nil }
+        return change
     }
 
     // MARK: - One function per item kind

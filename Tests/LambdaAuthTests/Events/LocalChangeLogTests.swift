@@ -71,4 +71,44 @@ import Testing
         #expect(try table.changeRecords().allSatisfy { $0.key.pk != "USER#u1" })
         #expect(try table.changeRecords().count == 40 - 13)
     }
+
+    /// The log keeps the kinds that publish, cut to what their events read: no refresh or
+    /// provider token item, no hash, family key or sealed value, in the records or the file. An
+    /// erasure that erases no account (`authctl keys reseal` runs one) keeps a user's unlink.
+    @Test func onlyWhatEventsReadIsKeptAndAnUnlinkOutlivesAnotherErasure() throws {
+        let directory = TestSupport.temporaryDirectory("change-log-secrets")
+        defer { TestSupport.removeTree(directory) }
+        let table = LocalTable(directory: directory, clock: SystemClock())
+        func put(_ sk: String, _ attributes: Item) throws {
+            try table.putItem(TableKey(pk: "USER#u1", sk: sk).item.merging(attributes) { $1 })
+        }
+        try put("PROFILE", ["email": .s("a@example.com"), "version": .n(1)])
+        try put("SESSION#s1", ["status": .s("ACTIVE"), "familyKey": .s("FAMILYKEYVALUE")])
+        try put("REFRESH#s1.1", ["status": .s("ACTIVE"), "secretHash": .s("SECRETHASHVALUE")])
+        try put("TOKEN#apple", ["subject": .s("000111.a"), "sealedToken": .s("SEALEDTOKENVALUE")])
+        try put("IDENTITY#apple", ["subject": .s("000111.a")])
+        try put("PROFILE", ["email": .s("a@example.com"), "version": .n(2)])
+        // The unlink: the identity and the provider's token go.
+        try table.deleteItem(TableKey(pk: "USER#u1", sk: "IDENTITY#apple"))
+        try table.deleteItem(TableKey(pk: "USER#u1", sk: "TOKEN#apple"))
+        let secrets = ["FAMILYKEYVALUE", "SECRETHASHVALUE", "SEALEDTOKENVALUE"]
+
+        func check(_ when: String) throws {
+            let changes = try table.changeRecords()
+            // The profile's second write changed only bookkeeping: no record, as no event.
+            #expect(changes.map(\.key.sk) == ["PROFILE", "SESSION#s1", "IDENTITY#apple", "IDENTITY#apple"], "\(when)")
+            #expect(changes.map(\.kind) == [.insert, .insert, .insert, .remove], "\(when)")
+            let types = changes.compactMap { ItemEvents.event(for: $0, options: ItemEvents.Options(source: "test"))?.type }
+            #expect(types == [.userCreated, .sessionStarted, .identityLinked, .identityUnlinked], "\(when)")
+            let text = changes.map { $0.streamRecord(sourceARN: "test").serialized() }.joined()
+            #expect(secrets.filter { text.contains($0) } == [], "\(when)")
+            #expect(!text.contains("version"), "\(when): bookkeeping is not kept either")
+        }
+        try check("read from the log")
+        try table.eraseDeletedItems()
+        try check("after an erasure of no account")
+        let file = String(decoding: try FileSystem.readFile(directory + "/changes"), as: UTF8.self)
+        #expect(secrets.filter { file.contains($0) } == [])
+        #expect(file.contains("IDENTITY#apple"))
+    }
 }

@@ -12,6 +12,12 @@ import Glibc
 /// Readers (`authctl events tail`, `serve`) read this file and then the log's records not moved
 /// yet, so they see every commit as soon as it is acknowledged.
 ///
+/// What it keeps: the records of the item kinds that publish events, their images cut to what
+/// those events read (`ItemEvents.readable`). A DynamoDB Stream carries every attribute of every
+/// item for 24 hours inside AWS; this file is on the developer's disk, and a copy of a sealed
+/// provider token, a token's hash or a session's family key here would outlive `authctl keys
+/// reseal` and an erasure, which promise that no such copy is left. The events are the same.
+///
 /// Bounded as DynamoDB bounds a stream (it keeps 24 hours): past `maximumBytes` the oldest half
 /// goes. An erasure (`eraseDeletedItems`) drops the records of the erased account's partitions.
 enum ChangeLog {
@@ -52,7 +58,9 @@ enum ChangeLog {
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
             // A line cut by a crash mid-append was never part of an emptied log: the log still has it.
             guard let json = try? JSONValue.parse(Array(line)), let change = try? ItemChange(streamRecord: json) else { continue }
-            changes.append(change)
+            // Cut again: a file written before the log kept only what events read sheds the rest
+            // at its next rewrite (an erasure's, a reseal's).
+            if let readable = ItemEvents.readable(change) { changes.append(readable) }
         }
         return changes
     }
@@ -84,22 +92,26 @@ enum ChangeLog {
         return payloads
     }
 
-    /// The stream records of one commit; none for a record without a stamp. A change that left
-    /// its item as it was gives none, as DynamoDB Streams gives none.
+    /// The stream records of one commit, of the kinds that publish and cut to what their events
+    /// read; none for a record without a stamp. A change that left its item as it was gives none,
+    /// as DynamoDB Streams gives none.
     static func changesOf(payload: [UInt8]) -> [ItemChange] {
         guard let json = try? JSONValue.parse(payload), let at = json["at"]?.int64Value,
               let sequence = json["seq"]?.int64Value, let entries = json["changes"]?.arrayValue else { return [] }
         var changes: [ItemChange] = []
         for (index, entry) in entries.enumerated() {
-            guard let keyJSON = entry["key"], let keyItem = try? DynamoJSON.decodeItem(keyJSON), let key = TableKey(item: keyItem) else { continue }
+            guard let keyJSON = entry["key"], let keyItem = try? DynamoJSON.decodeItem(keyJSON), let key = TableKey(item: keyItem),
+                  ItemEvents.readAttributes(of: key) != nil else { continue }
             let new = entry["item"].flatMap { try? DynamoJSON.decodeItem($0) }
             let old = entry["old"].flatMap { try? DynamoJSON.decodeItem($0) }
-            if let old, let new, old == new { continue }
+            // The index stays the item's place in the commit, so a record's id never depends on
+            // which kinds are kept.
             let suffix = String(100_000 + index).dropFirst()
             let sequenceNumber = String(sequence) + suffix
             guard let change = ItemChange(key: key, old: old, new: new, eventID: "local-" + sequenceNumber,
-                                          sequenceNumber: sequenceNumber, committedAt: at) else { continue }
-            changes.append(change)
+                                          sequenceNumber: sequenceNumber, committedAt: at),
+                  let readable = ItemEvents.readable(change) else { continue }
+            changes.append(readable)
         }
         return changes
     }
@@ -107,9 +119,11 @@ enum ChangeLog {
     // MARK: - Moving the log's records here (a checkpoint, under the exclusive lock)
 
     /// Appends the log's change records not here yet; when `erasing`, first rewrites the records
-    /// of the erased partitions. The checkpoint's sync that follows makes it durable; a crash
-    /// before the log is emptied only means the next checkpoint finds them here already.
-    static func absorb(_ descriptor: Int32, path walPath: String, _ layout: StoreLayout, erasing: Bool) throws(TableError) {
+    /// of the erased partitions (`current` reads the store as the log leaves it). The
+    /// checkpoint's sync that follows makes it durable; a crash before the log is emptied only
+    /// means the next checkpoint finds them here already.
+    static func absorb(_ descriptor: Int32, path walPath: String, _ layout: StoreLayout, erasing: Bool,
+                       current: StoreReader) throws(TableError) {
         let incoming = try logChanges(descriptor, path: walPath)
         guard !incoming.isEmpty || erasing else { return }
         let path = path(layout)
@@ -127,21 +141,23 @@ enum ChangeLog {
         if var all = existing {
             all += fresh
             // An account's deletion removes its PROFILE in the final transaction, with both sides
-            // of its links and its email claims; the earlier ones removed its other items.
+            // of its links and its email claims; the earlier ones removed its other items. A
+            // deletion of leftovers whose PROFILE went earlier removes no PROFILE now: a removal
+            // in a partition without one is that. Any other removal (an unlink, a passkey's) is
+            // an event of a user who stays, and its records stay.
             var erased = Set(all.filter { $0.kind == .remove && $0.key.sk == Keys.profile }.map(\.key.pk))
-            erased.formUnion(fresh.filter { $0.kind == .remove }.map(\.key.pk))
+            for pk in Set(fresh.filter { $0.kind == .remove }.map(\.key.pk)) where !erased.contains(pk) {
+                if try current.storedItem(TableKey(pk: pk, sk: Keys.profile)) == nil { erased.insert(pk) }
+            }
             // No byte of an erased account may stay on disk (contract section 13), its id
             // included: its records go, events and all, and so does any other record that names
-            // it (the revocation list's entry for the deleted user: the item itself stays for
-            // the access-token window, its change record would stay as long as the log keeps it).
+            // it. Only a user's own partition publishes, so that is a file written before the log
+            // kept only those kinds (the revocation list's entry for the deleted user, say).
             // A reader that was following the log (`serve`, `events tail --follow`) has
             // published them already.
-            let erasedUsers = erased.compactMap(Keys.userID(partition:)).map { Array($0.utf8) }
+            let erasedUsers = Set(erased.compactMap(Keys.userID(partition:)))
             let kept = all.filter { change in
-                guard !erased.contains(change.key.pk) else { return false }
-                guard !erasedUsers.isEmpty else { return true }
-                let record = change.streamRecord(sourceARN: sourceARN).serializedBytes()
-                return !erasedUsers.contains { record.contains($0) }
+                !erased.contains(change.key.pk) && (erasedUsers.isEmpty || !names(change, anyOf: erasedUsers))
             }
             try replace(path, with: trimmed(kept))
             return
@@ -161,6 +177,23 @@ enum ChangeLog {
             bytes.insert(UInt8(ascii: "\n"), at: 0)
         }
         do throws(FileSystem.Failure) { try FileSystem.writeAll(file, bytes, path: path) } catch { throw .unavailable(error.description) }
+    }
+
+    /// Whether a record holds one of `userIDs` in its key or in a string of its images: read from
+    /// the values, without serializing the record.
+    static func names(_ change: ItemChange, anyOf userIDs: Set<String>) -> Bool {
+        func holds(_ text: String) -> Bool { userIDs.contains { text.contains($0) } }
+        func holds(_ value: AttributeValue) -> Bool {
+            switch value {
+            case .s(let text): return holds(text)
+            case .ss(let texts): return texts.contains(where: holds)
+            case .m(let map): return map.values.contains(where: holds)
+            case .l(let list): return list.contains(where: holds)
+            case .n, .ns, .bool, .null: return false
+            }
+        }
+        if holds(change.key.pk) || holds(change.key.sk) { return true }
+        return [change.oldImage, change.newImage].contains { image in image?.values.contains(where: holds) == true }
     }
 
     /// The newest half, when the file would pass its bound.

@@ -65,11 +65,18 @@ extension LocalTable {
         guard !batch.changes.isEmpty else { return result }
         var stamp: WriteAheadLog.ChangeStamp?
         if recordingChanges {
-            // The images before the commit: what a stream record's OldImage holds. The flows read
-            // these items to decide the write, so they come from the caches.
+            // The images before the commit: what a stream record's OldImage holds, for the kinds
+            // that publish and cut to what their events read (ChangeLog.swift says why). The
+            // flows read these items to decide the write, so they come from the caches.
             var oldImages: [Item?] = []
             oldImages.reserveCapacity(batch.changes.count)
-            for (key, _) in batch.changes { oldImages.append(try batch.reader.storedItem(key)) }
+            for (key, _) in batch.changes {
+                guard let names = ItemEvents.readAttributes(of: key) else {
+                    oldImages.append(nil)
+                    continue
+                }
+                oldImages.append(try batch.reader.storedItem(key).map { $0.filter { names.contains($0.key) } })
+            }
             // Real microseconds, for an order that holds across processes and checkpoints; never
             // below what the log already holds (a clock stepped back).
             let micros = UInt64(max(0, SystemClock().now() * 1_000_000))

@@ -92,8 +92,9 @@ enum WriteAheadLog {
 
     /// What a commit's record carries for the change log (LocalStore/ChangeLog.swift): when it
     /// committed (the table's clock, epoch milliseconds), its place in the store's order, and
-    /// each item's image before the commit. It rides in the commit's own record, so the change
-    /// log costs no write and no sync of its own.
+    /// each item's image before the commit, for the kinds that publish events and cut to what
+    /// they read (nil for the others). It rides in the commit's own record, so the change log
+    /// costs no write and no sync of its own.
     struct ChangeStamp {
         var committedAt: Int64
         var sequence: UInt64
