@@ -7,16 +7,6 @@ import Logging
 ///
 /// It needs no table, key or secret: only the bus, the issuer and AWS credentials, read from the
 /// environment (its role may do nothing but `events:PutEvents` on the bus).
-/// A handler built where its settings are missing (serve, the tests: no bus), answering each
-/// request with the CONFIG_ERROR its start would have been.
-struct UnconfiguredHandler: RequestHandler {
-    let error: AuthError
-
-    func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
-        throw error
-    }
-}
-
 public struct EventsHandler: RequestHandler {
     let options: ItemEvents.Options
     let publisher: EventBridgePublisher
@@ -36,6 +26,37 @@ public struct EventsHandler: RequestHandler {
         return try EventsHandler(bus: reader.string("AUTH_EVENT_BUS"), options: options,
                                  region: AWSEnvironment.region(reader), credentials: AWSEnvironment.credentials(reader),
                                  endpoint: try reader.url("AWS_ENDPOINT_URL_EVENTS"), http: http, sleeper: sleeper)
+    }
+
+    /// The handler, or where its settings are missing or invalid (no bus: serve, the tests, a
+    /// deployment that forgot one) a handler answering each invocation with that CONFIG_ERROR.
+    /// Not a failed start: like every handler, the process reaches the Runtime API's `/next`
+    /// and says what is wrong to whoever invokes it.
+    static func orUnconfigured(_ make: () throws(AuthError) -> EventsHandler) -> any RequestHandler {
+        do {
+            return try make()
+        } catch {
+            return Unconfigured(error: error)
+        }
+    }
+
+    /// Each invocation answers the CONFIG_ERROR. A stream batch's answer also reports its first
+    /// record as failed: Lambda reads an answer without `batchItemFailures` as the whole batch
+    /// delivered and would move past it, so this keeps the batch in the stream, retried until
+    /// the setting is fixed (or, past the mapping's limits, its records go to the on-failure queue).
+    struct Unconfigured: RequestHandler {
+        let error: AuthError
+
+        func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
+            guard let first = request.body["Records"]?.arrayValue?.first?["dynamodb"]?["SequenceNumber"]?.stringValue else { throw error }
+            context.logger.error("\(error.message)", metadata: ["code": .string(error.code.rawValue), "retried": .string(first)])
+            var response = InvocationResponse(error: error)
+            if case .object(var body) = response.body {
+                body["batchItemFailures"] = [["itemIdentifier": .string(first)]]
+                response.body = .object(body)
+            }
+            return response
+        }
     }
 
     /// From a process's services (serve, the tests): the same settings, read by the configuration.

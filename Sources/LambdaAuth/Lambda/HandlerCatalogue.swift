@@ -73,14 +73,12 @@ public enum HandlerCatalogue {
 
     /// The table's DynamoDB Stream in, EventBridge out (contract section 22): no HTTP route, and
     /// built from the environment alone (no table, key or secret), so its role grants only
-    /// `events:PutEvents`.
+    /// `events:PutEvents`. A missing or invalid setting is each invocation's CONFIG_ERROR.
     public static let events = HandlerEntry(name: "events", routes: [], factory: { environment, _ in
-        try EventsHandler.fromEnvironment(environment)
+        EventsHandler.orUnconfigured { () throws(AuthError) in try EventsHandler.fromEnvironment(environment) }
     }) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
-        do throws(AuthError) {
-            return try EventsHandler(configuration: services.configuration, http: services.httpClient)
-        } catch {
-            return UnconfiguredHandler(error: error)
+        EventsHandler.orUnconfigured { () throws(AuthError) in
+            try EventsHandler(configuration: services.configuration, http: services.httpClient)
         }
     }
 

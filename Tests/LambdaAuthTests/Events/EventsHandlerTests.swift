@@ -1,8 +1,12 @@
 @testable import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Logging
 import Synchronization
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `events` handler against a stand-in EventBridge that can refuse chosen entries: ordering
 /// per user, retries within the invocation, and the batch item failure that makes Lambda
@@ -140,5 +144,50 @@ import Testing
         var environment = Self.environment
         environment["AUTH_EVENT_BUS"] = nil
         #expect(throws: AuthError.self) { try EventsHandler.fromEnvironment(environment, http: FakeEventBridge()) }
+    }
+
+    /// The executable's factory never fails: each invocation is the CONFIG_ERROR, and a stream
+    /// batch's answer reports its first record, so Lambda retries the batch instead of reading
+    /// the answer as everything delivered.
+    @Test func withoutABusEachInvocationIsAConfigErrorThatKeepsTheBatch() throws {
+        var environment = Self.environment
+        environment["AUTH_EVENT_BUS"] = nil
+        let records = Self.batch(users: ["a", "b"], sessionsEach: 2)
+        func invoke(_ body: JSONValue) -> JSONValue {
+            HandlerMain.invokeOnce(name: "events", environment: environment, event: body.serializedBytes(),
+                                   factory: HandlerCatalogue.events.factory, logSink: { _ in })
+        }
+        let answer = invoke(["Records": .array(records)])
+        #expect(answer["error"]?["code"] == "CONFIG_ERROR")
+        #expect(answer["error"]?["message"]?.stringValue?.contains("AUTH_EVENT_BUS") == true, "\(answer)")
+        #expect(answer["batchItemFailures"] == [["itemIdentifier": "1001"]])
+        // Anything else is the CONFIG_ERROR alone.
+        let other = invoke(["hello": "world"])
+        #expect(other["error"]?["code"] == "CONFIG_ERROR")
+        #expect(other["batchItemFailures"] == nil)
+        // An invalid value is the same, naming its variable.
+        environment["AUTH_EVENT_BUS"] = "auth-bus"
+        environment["AUTH_EVENTS_INCLUDE_EMAIL"] = "perhaps"
+        let invalid = invoke(["Records": .array(records)])
+        #expect(invalid["error"]?["message"]?.stringValue?.contains("AUTH_EVENTS_INCLUDE_EMAIL") == true, "\(invalid)")
+        #expect(invalid["batchItemFailures"] == [["itemIdentifier": "1001"]])
+    }
+
+    /// The executable under the Runtime API with no bus: it reaches `/next` like every handler
+    /// (no init error), and the batch it is given is answered with the CONFIG_ERROR and kept.
+    @Test func underTheRuntimeAPIWithoutABusTheBatchIsAnsweredAndKept() throws {
+        let peer = try RuntimeAPIPeer()
+        defer { peer.stop() }
+        let running = try ProcessRunner.start(ProcessRunner.executable("events"), environment: ["AWS_LAMBDA_RUNTIME_API": peer.address])
+        let process = BackgroundProcess(running)
+        defer { process.kill(SIGKILL) }
+        try #require(peer.waitForNextRequests(1, timeout: 20), "events never asked for an event")
+        let batch = JSONValue.object(["Records": .array(Self.batch(users: ["a"], sessionsEach: 2))])
+        peer.enqueue(RuntimeAPIPeer.Event(requestID: "batch-1", body: batch.serializedBytes()))
+        let post = try #require(peer.waitForPost(0, timeout: 20), "no answer")
+        #expect(post.kind == .response && post.requestID == "batch-1")
+        #expect(post.json?["error"]?["code"] == "CONFIG_ERROR")
+        #expect(post.json?["batchItemFailures"] == [["itemIdentifier": "1001"]])
+        #expect(peer.waitForNextRequests(2, timeout: 20), "and it serves the next")
     }
 }
