@@ -40,7 +40,7 @@ extension LocalTable {
     func write<T: Sendable>(forceCheckpoint: Bool = false, recordingChanges: Bool = true,
                                     _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
         try cachedLog.withLock { (cachedLog) throws(TableError) -> T in
-            try write(&cachedLog, forceCheckpoint: forceCheckpoint, recordingChanges: recordingChanges, body)
+            try write(&cachedLog, forceCheckpoint: forceCheckpoint, recordingChanges: recordingChanges && recordsChanges, body)
         }
     }
 
