@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "otp-start", targets: ["otp-start"]),
         .executable(name: "passkey", targets: ["passkey"]),
         .executable(name: "authorizer", targets: ["authorizer"]),
+        .executable(name: "events", targets: ["events"]),
         .executable(name: "authctl", targets: ["authctl"]),
     ],
     dependencies: [
@@ -83,6 +84,7 @@ let package = Package(
         .executableTarget(name: "otp-start", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "passkey", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "authorizer", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "events", dependencies: ["LambdaAuth"]),
         .executableTarget(
             name: "authctl",
             dependencies: [

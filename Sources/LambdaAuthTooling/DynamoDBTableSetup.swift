@@ -27,6 +27,8 @@ extension DynamoDBTable {
                 "Projection": ["ProjectionType": "ALL"],
             ]],
             "BillingMode": "PAY_PER_REQUEST",
+            // The events handler reads it (contract section 22): both images, so a change alone tells what happened.
+            "StreamSpecification": ["StreamEnabled": true, "StreamViewType": "NEW_AND_OLD_IMAGES"],
         ], tolerating: ["ResourceInUseException"]) != nil
 
         var polls = 0

@@ -11,7 +11,8 @@ struct AuthCtl: ParsableCommand {
         commandName: "authctl",
         abstract: "The developer's tool: a dev identity provider, keys, store inspection, replay.",
         subcommands: [DevIDPCommands.self, StoreCommands.self, HandlersCommand.self, InvokeCommand.self, DemoCommand.self,
-                      ReplayCommand.self, ServeCommand.self, OpenAPICommand.self, AccessTokenJWKSCommand.self, KeyCommands.self, CredentialCommands.self, UserCommands.self]
+                      ReplayCommand.self, ServeCommand.self, OpenAPICommand.self, AccessTokenJWKSCommand.self, KeyCommands.self, CredentialCommands.self, UserCommands.self,
+                      EventsCommands.self]
     )
 
     /// Usage errors read like every other authctl error: "authctl: what is wrong".

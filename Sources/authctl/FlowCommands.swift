@@ -179,6 +179,8 @@ struct ReplayCommand: ParsableCommand {
     var exports: String?
     @Flag(help: "With --exports: write the golden files instead of comparing (on the commit that defines them).")
     var recordExports = false
+    @Option(help: "Append the events each scenario's changes publish to this file (one a line, ids normalised).")
+    var eventsOut: String?
     @Argument(help: "Scenario files.") var files: [String] = []
 
     func run() throws {
@@ -188,7 +190,7 @@ struct ReplayCommand: ParsableCommand {
         guard exports != nil || !recordExports else { throw CommandFailure("--record-exports goes with --exports DIR", exitCode: 2) }
         var runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
                                     baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") }, backend: backend,
-                                    metricsFile: metricsOut)
+                                    metricsFile: metricsOut, eventsFile: eventsOut)
         runner.exports = exports.map { ($0, recordExports) }
         var passed = 0, failed = 0
         for file in files {

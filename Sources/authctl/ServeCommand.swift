@@ -1,6 +1,7 @@
 import ArgumentParser
 import LambdaAuth
 import LambdaAuthTooling
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,6 +54,7 @@ struct ServeCommand: ParsableCommand {
             ])
         }
         let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes, hostNames: allowedHosts, authorizer: authorizer.mode)
+        try startEventsWebhook(environment)
         // Blocked before any thread starts, so every thread inherits the mask and only sigwait
         // below takes them: a signal never interrupts a handler mid-request.
         var stopSignals = sigset_t()
@@ -80,6 +82,23 @@ struct ServeCommand: ParsableCommand {
         while sigwait(&stopSignals, &received) != 0 {}
         standardError("authctl serve: stopping after the requests in flight (\(listener.requestsInFlight))")
         guard listener.stop() else { throw CommandFailure("requests still in flight after 30 s; stopped anyway") }
+    }
+}
+
+extension ServeCommand {
+    /// With `AUTH_EVENTS_WEBHOOK` set, the local store's events go to it as they are committed
+    /// (contract section 22); on DynamoDB the events handler publishes them instead.
+    func startEventsWebhook(_ environment: [String: String]) throws {
+        let configuration = try AuthConfiguration.fromEnvironment(environment, forHandlers: false)
+        guard let url = configuration.eventsWebhook else { return }
+        guard case .local(let directory) = configuration.store else {
+            throw CommandFailure("AUTH_EVENTS_WEBHOOK is for the local store; on DynamoDB deploy the events handler")
+        }
+        let webhook = EventsWebhook(url: url, secret: configuration.hookSecret,
+                                    table: LocalTable(directory: directory, clock: configuration.clock),
+                                    options: ItemEvents.Options(source: configuration.issuer, includeEmail: configuration.eventsIncludeEmail),
+                                    logger: Logger.jsonLines(level: .warning))
+        try webhook.start()
     }
 }
 

@@ -104,6 +104,8 @@ test)
     # AWS's own EMF library, whose validators check our metric lines (and jsonschema, for the spec's schema).
     python_has aws_embedded_metrics.validator || pip_install aws-embedded-metrics
     python_has jsonschema || pip_install jsonschema
+    # The CloudEvents SDK reads every event the events handler publishes (cloudevents_check.py).
+    python_has cloudevents.conversion || pip_install 'cloudevents>=1.9'
     # Validates Infra/openapi.json as an OpenAPI 3.1 document (ServeTests).
     python_has openapi_spec_validator || pip_install openapi-spec-validator
     # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.

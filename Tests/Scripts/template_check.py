@@ -206,13 +206,34 @@ def main():
         if environment.get("AUTH_SIGNING_ALGORITHM") != "RS256":
             problems.append(f"{handler} does not require RS256 signing keys (AUTH_SIGNING_ALGORITHM), which the authorizer needs")
 
+    # A function fed by the table's stream (events) has no route; its mapping must let Lambda
+    # redeliver exactly what failed and give up on nothing silently (contract section 22).
+    streams_of = {}
+    for logical_id, resource in translated["Resources"].items():
+        if resource["Type"] != "AWS::Lambda::EventSourceMapping":
+            continue
+        properties = resource["Properties"]
+        target = json.dumps(properties.get("FunctionName"))
+        function = next((name for name in handler_of if f'"{name}"' in target), None)
+        if function is None:
+            continue
+        streams_of.setdefault(function, []).append(properties)
+        handler = handler_of[function]
+        if "ReportBatchItemFailures" not in properties.get("FunctionResponseTypes", []):
+            problems.append(f"{handler}'s stream mapping does not report batch item failures")
+        if properties.get("BisectBatchOnFunctionError") is not True:
+            problems.append(f"{handler}'s stream mapping does not bisect a failing batch")
+        if not properties.get("MaximumRecordAgeInSeconds"):
+            problems.append(f"{handler}'s stream mapping has no maximum record age")
+        if not properties.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination"):
+            problems.append(f"{handler}'s stream mapping has no on-failure destination")
     lambda_authorizer = authorizer["handler"] if authorizer and authorizer["type"] == "request" else None
     for handler in handlers:
         if handler not in functions:
             # The authorizer is deployed when the Authorizer parameter is lambda, and only then.
             if not (handler == "authorizer" and lambda_authorizer is None):
                 problems.append(f"no function deploys {handler} (../dist/{handler}.zip)")
-        elif not functions[handler]["routes"] and handler != lambda_authorizer:
+        elif not functions[handler]["routes"] and handler != lambda_authorizer and not streams_of.get(functions[handler]["logicalId"]):
             problems.append(f"{handler} has no route")
     for handler in functions:
         if handler not in handlers:

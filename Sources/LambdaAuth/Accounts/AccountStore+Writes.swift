@@ -141,7 +141,7 @@ extension AccountStore {
         plan.add(.ceremony, opening.ceremony)
         // Evicted sessions are listed for their access tokens in the commit that evicts them.
         plan.add(revocations.entries(sessionIDs: opening.evicted, now: now))
-        plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now) })
+        plan.add(opening.evicted.map { AccountStore.revoke(Keys.session(userID, $0), now: now, reason: .evicted) })
         // The evicted sessions' tokens ride in the same commit: one sync, not a second transaction.
         let room = max(0, AccountStore.transactionLimit - plan.actions.count)
         plan.add(opening.evictedTokens.prefix(room).map { AccountStore.revoke($0, now: now) })

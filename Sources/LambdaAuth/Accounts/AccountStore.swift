@@ -182,12 +182,18 @@ struct AccountStore: Sendable {
 
     // MARK: - Revocation
 
-    /// The one revoke: a session or token item becomes REVOKED, visible for a day.
-    static func revoke(_ key: TableKey, now: Int64, condition: String? = nil) -> TransactWriteAction {
-        .update(key: key, update: "SET #status = :revoked, #ttl = :ttl", condition: condition,
-                attributes: ExpressionAttributes(names: ["#status": "status", "#ttl": "ttl"],
-                                                 values: [":revoked": .s(SessionStatus.revoked.rawValue),
-                                                          ":ttl": .n(now + RefreshTokenRecord.revokedVisibility)]))
+    /// The one revoke: a session or token item becomes REVOKED, visible for a day. A session's
+    /// `reason` rides in the same write, so the stream record alone tells why it ended (ItemEvents).
+    static func revoke(_ key: TableKey, now: Int64, condition: String? = nil, reason: SessionEndReason? = nil) -> TransactWriteAction {
+        var values: [String: AttributeValue] = [":revoked": .s(SessionStatus.revoked.rawValue),
+                                                ":ttl": .n(now + RefreshTokenRecord.revokedVisibility)]
+        var update = "SET #status = :revoked, #ttl = :ttl"
+        if let reason {
+            update += ", endedReason = if_not_exists(endedReason, :reason)"
+            values[":reason"] = .s(reason.rawValue)
+        }
+        return .update(key: key, update: update, condition: condition,
+                       attributes: ExpressionAttributes(names: ["#status": "status", "#ttl": "ttl"], values: values))
     }
 
     /// Marks one token REVOKED (its session is gone), so later attempts answer without touching
@@ -198,13 +204,13 @@ struct AccountStore: Sendable {
 
     /// Revokes a session after reuse of one of its tokens: its place in the profile (bumping the
     /// version, so every refresh of it fails its condition), the session item and its tokens.
-    func revokeSession(userID: String, sessionID: String, now: Int64) throws(AuthError) {
+    func revokeSession(userID: String, sessionID: String, now: Int64, reason: SessionEndReason) throws(AuthError) {
         // The gate cannot fail here: the entry commits with it, so reuse lists its session too.
         let gate = TransactWriteAction.update(
             key: Keys.profileKey(userID), update: "REMOVE activeSessions.#sid SET #version = #version + :one",
             condition: "attribute_exists(PK)",
             attributes: ExpressionAttributes(names: ["#sid": sessionID, "#version": "version"], values: [":one": .n(1)]))
-        _ = try revokeSessions(userID: userID, [sessionID], gate: gate, now: now)
+        _ = try revokeSessions(userID: userID, [sessionID], gate: gate, now: now, reason: reason)
     }
 
     /// Marks sessions and every token of their families REVOKED. `gate` is the profile write
@@ -218,13 +224,14 @@ struct AccountStore: Sendable {
     /// With a gate, the sessions' revocation-list entries ride in its transaction (ahead of the
     /// bookkeeping), so the commit that ends the sessions is the one that tells access tokens;
     /// without one (bookkeeping after a commit that listed them already) nothing is listed again.
-    func revokeSessions(userID: String, _ sessionIDs: [String], gate: TransactWriteAction?, now: Int64) throws(AuthError) -> Bool {
+    func revokeSessions(userID: String, _ sessionIDs: [String], gate: TransactWriteAction?, now: Int64,
+                        reason: SessionEndReason) throws(AuthError) -> Bool {
         guard !sessionIDs.isEmpty || gate != nil else { return true }
         let tokens = try unrevokedRefreshTokenKeys(of: userID, families: Set(sessionIDs))
         var revocations = gate == nil ? [] : self.revocations.entries(sessionIDs: sessionIDs, now: now)
         // Conditional on existing, so that bookkeeping racing an account deletion never
         // recreates an item the deletion removed.
-        revocations += sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)") }
+        revocations += sessionIDs.map { AccountStore.revoke(Keys.session(userID, $0), now: now, condition: "attribute_exists(PK)", reason: reason) }
         revocations += tokens.map { AccountStore.revoke($0, now: now, condition: "attribute_exists(PK)") }
         var plan = TransactionPlan<RevocationStep>()
         if let gate { plan.add(.gate, gate) }

@@ -195,7 +195,7 @@ struct RefreshFlow: Sendable {
     func reuse(of userID: String, family familyID: String, now: Int64, logger: Logger) throws(AuthError) -> AuthError {
         logger.warning("refresh token reuse detected: revoking the session and its token family",
                        metadata: ["userId": .string(userID), "sessionId": .string(familyID)])
-        try store.revokeSession(userID: userID, sessionID: familyID, now: now)
+        try store.revokeSession(userID: userID, sessionID: familyID, now: now, reason: .reuse)
         return AuthError(.refreshTokenReused, "the refresh token was already used; the session was signed out")
     }
 }

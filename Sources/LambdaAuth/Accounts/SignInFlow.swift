@@ -224,7 +224,7 @@ struct SignInFlow: Sendable {
     /// the caller.
     func markEvictedTokensRevoked(userID: String, _ evicted: [String], now: Int64, logger: Logger) {
         do {
-            _ = try store.revokeSessions(userID: userID, evicted, gate: nil, now: now)
+            _ = try store.revokeSessions(userID: userID, evicted, gate: nil, now: now, reason: .evicted)
         } catch {
             logger.warning("could not mark an evicted session's tokens revoked", metadata: ["code": .string(error.code.rawValue)])
         }

@@ -93,7 +93,7 @@ struct AppleNotificationFlow: Sendable {
             let sessions = user.profile.activeSessions.keys.sorted()
             if !sessions.isEmpty {
                 guard try store.revokeSessions(userID: userID, sessions, gate: AccountStore.activeSessionsGate(user, removing: sessions),
-                                               now: now) else { return nil }
+                                               now: now, reason: .revoked) else { return nil }
                 logger.info("signed out every session after an Apple notification",
                             metadata: ["userId": .string(userID), "revokedSessions": .number(Int64(sessions.count))])
                 return nil  // the gate bumped the version: read again to unlink

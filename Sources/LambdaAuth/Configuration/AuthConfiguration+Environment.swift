@@ -111,6 +111,12 @@ extension AuthConfiguration {
             }
         }
 
+        configuration.eventBus = reader.string("AUTH_EVENT_BUS")
+        configuration.eventsEndpoint = try reader.url("AWS_ENDPOINT_URL_EVENTS")
+        try reader.bool("AUTH_EVENTS_INCLUDE_EMAIL", into: &configuration.eventsIncludeEmail)
+        configuration.eventsWebhook = try reader.secureURL("AUTH_EVENTS_WEBHOOK")
+        configuration.hookSecret = try hookSecret(reader)
+
         try configuration.validateCombinations(forHandlers: forHandlers)
         return configuration
     }
@@ -177,6 +183,14 @@ extension AuthConfiguration {
             }
         }
         return keys
+    }
+
+    static func hookSecret(_ reader: EnvironmentReader) throws(AuthError) -> [UInt8]? {
+        guard let text = reader.string("AUTH_HOOK_SECRET") else { return nil }
+        guard text.hasPrefix("whsec_"), let bytes = Base64.decoded(String(text.dropFirst(6))), bytes.count >= 24 else {
+            throw configError("AUTH_HOOK_SECRET", "must be whsec_ followed by the base64 of at least 24 bytes")
+        }
+        return bytes
     }
 
     static func configError(_ variable: String, _ problem: String) -> AuthError {

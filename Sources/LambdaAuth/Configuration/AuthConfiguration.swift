@@ -32,7 +32,8 @@ public struct AuthConfiguration: Sendable {
     public var store: StoreLocation = .local(directory: ".auth-store")
     public var dynamoDBEndpoint: String?
     public var cacheDirectory: String
-    public var issuer = "lambda-auth"
+    public var issuer = AuthConfiguration.defaultIssuer
+    public static let defaultIssuer = "lambda-auth"
     /// `aud` of our access tokens, checked by every caller check; defaults to the issuer.
     public var accessTokenAudience = "lambda-auth"
     /// The access-token keys (`AUTH_SIGNING_KEYS`, or the one `AUTH_SIGNING_KEY`); nil: the dev
@@ -84,6 +85,16 @@ public struct AuthConfiguration: Sendable {
     public var stsEndpoint: String?
     public var userBucket: String?
     public var awsRegion: String?
+    /// AUTH_EVENT_BUS and AWS_ENDPOINT_URL_EVENTS: where the events handler puts its events.
+    public var eventBus: String?
+    public var eventsEndpoint: String?
+    /// AUTH_EVENTS_INCLUDE_EMAIL: events carry emails only when asked (contract section 22).
+    public var eventsIncludeEmail = false
+    /// AUTH_EVENTS_WEBHOOK: where `serve` posts the local store's events.
+    public var eventsWebhook: String?
+    /// AUTH_HOOK_SECRET, `whsec_` + base64 (at least 24 bytes): the key of Standard Webhooks
+    /// signatures (contract section 19), decoded.
+    public var hookSecret: [UInt8]?
     public var awsCredentials: AWSCredentials?
     public var logLevel: Logger.Level = .info
     public var testMode = false

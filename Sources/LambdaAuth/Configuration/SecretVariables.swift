@@ -9,5 +9,6 @@ public enum SecretVariables {
         "AUTH_DATA_KEY",
         "AUTH_APPLE_PRIVATE_KEY",
         "AUTH_OTP_KEY",
+        "AUTH_HOOK_SECRET",
     ]
 }

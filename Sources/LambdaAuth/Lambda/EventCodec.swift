@@ -5,6 +5,8 @@ public enum EventCodec {
     /// Envelope headroom for HTTP events (headers, request context) around a maximal body,
     /// base64-encoded; anything larger cannot be a valid request and is refused unparsed.
     public static let maximumEventBytes = 256 << 10
+    /// A DynamoDB Stream batch (the `events` handler) is as large as Lambda lets an event be.
+    public static let maximumStreamBatchBytes = 6 << 20
 
     public struct Decoded: Sendable {
         public var kind: EventKind
@@ -13,7 +15,8 @@ public enum EventCodec {
 
     /// Never throws: a bad event still has a kind (direct when unknown) and an error to answer.
     public static func decode(_ bytes: [UInt8]) -> Decoded {
-        guard bytes.count <= maximumEventBytes else {
+        let streamBatch = isStreamBatch(bytes)
+        guard bytes.count <= (streamBatch ? maximumStreamBatchBytes : maximumEventBytes) else {
             return Decoded(kind: .direct, request: .failure(tooLarge()))
         }
         let event: JSONValue
@@ -42,8 +45,17 @@ public enum EventCodec {
         if let method = fields["httpMethod"]?.stringValue, fields["requestContext"]?.objectValue != nil {
             return Decoded(kind: .restAPIv1, request: httpRequest(kind: .restAPIv1, method: method, fields: fields))
         }
-        guard bytes.count <= maximumBodyBytes else { return Decoded(kind: .direct, request: .failure(tooLarge())) }
+        guard bytes.count <= maximumBodyBytes || (streamBatch && fields["Records"]?.arrayValue != nil) else {
+            return Decoded(kind: .direct, request: .failure(tooLarge()))
+        }
         return Decoded(kind: .direct, request: .success(InvocationRequest(kind: .direct, body: fields)))
+    }
+
+    /// Lambda's DynamoDB Stream event begins `{"Records":[`: told from its first bytes, so that
+    /// no other event gets the larger limit before it is parsed.
+    static func isStreamBatch(_ bytes: [UInt8]) -> Bool {
+        let prefix = bytes.prefix(64).filter { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+        return prefix.starts(with: Array(#"{"Records":["#.utf8))
     }
 
     static func tooLarge() -> AuthError {

@@ -71,10 +71,21 @@ public enum HandlerCatalogue {
                           revocations: services.makeRevocationCache(), clock: services.clock)
     }
 
+    /// The table's DynamoDB Stream in, EventBridge out (contract section 22): no HTTP route, and
+    /// built from the environment alone (no table, key or secret), so its role grants only
+    /// `events:PutEvents`. A missing or invalid setting is each invocation's CONFIG_ERROR.
+    public static let events = HandlerEntry(name: "events", routes: [], factory: { environment, _ in
+        EventsHandler.orUnconfigured { () throws(AuthError) in try EventsHandler.fromEnvironment(environment) }
+    }) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
+        EventsHandler.orUnconfigured { () throws(AuthError) in
+            try EventsHandler(configuration: services.configuration, http: services.httpClient)
+        }
+    }
+
     /// In the order the README lists the handlers. Only tools and tests read it: a handler's
     /// main.swift names its own entry, so its executable links no other handler's composition.
     public static let all = [signin, refresh, linkProvider, signout, sessions, deleteAccount, wellKnown, appleNotifications, otpStart, passkey,
-                             authorizer]
+                             authorizer, events]
 
     public static func entry(named name: String) -> HandlerEntry? {
         all.first { $0.name == name }
@@ -88,15 +99,20 @@ public struct HandlerEntry: Sendable {
     /// The composition root of this handler: the flows it uses, built from the process's services.
     public let compose: @Sendable (AuthServices) throws(AuthError) -> any RequestHandler
 
-    public init(name: String, routes: [HTTPRoute],
+    /// A handler that needs none of the services builds itself from the environment instead.
+    let ownFactory: HandlerMain.Factory?
+
+    public init(name: String, routes: [HTTPRoute], factory: HandlerMain.Factory? = nil,
                 compose: @escaping @Sendable (AuthServices) throws(AuthError) -> any RequestHandler) {
         self.name = name
         self.routes = routes
+        self.ownFactory = factory
         self.compose = compose
     }
 
-    /// What `HandlerMain` runs: secrets, configuration and services from the environment, then `compose`.
-    public var factory: HandlerMain.Factory { Startup.handler(compose) }
+    /// What `HandlerMain` runs: secrets, configuration and services from the environment, then
+    /// `compose`; or the entry's own factory.
+    public var factory: HandlerMain.Factory { ownFactory ?? Startup.handler(compose) }
 
     /// `{"name", "routes": [{"method", "path", "guarded"}]}`, as `authctl handlers --json` prints it.
     public var json: JSONValue {

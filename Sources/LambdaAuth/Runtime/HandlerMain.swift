@@ -138,7 +138,7 @@ public enum HandlerMain {
 
     static func readEvent(arguments: [String]) throws(FileSystem.Failure) -> [UInt8] {
         // One byte over the limit is enough to know an event is too large; the rest is not read.
-        let limit = EventCodec.maximumEventBytes + 1
+        let limit = EventCodec.maximumStreamBatchBytes + 1
         if arguments.count > 1 {
             do {
                 return try FileSystem.readFile(arguments[1], limit: limit)

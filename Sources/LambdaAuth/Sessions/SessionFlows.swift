@@ -74,7 +74,7 @@ struct SignOutFlow: Sendable {
             // it too, but only sessions that were still live count as signed out.
             let live = try store.liveSessionIDs(of: userID)
             guard try store.revokeSessions(userID: userID, targets, gate: AccountStore.activeSessionsGate(user, removing: targets),
-                                           now: now) else { return nil }
+                                           now: now, reason: .signout) else { return nil }
             let revoked = targets.filter(live.contains).count
             logger.info("signed out", metadata: ["userId": .string(userID), "sessionId": .string(sessionID), "scope": .string(scope.rawValue),
                                        "revokedSessions": .number(Int64(revoked))])
@@ -119,7 +119,7 @@ struct SessionsFlow: Sendable {
                 throw AuthError(.sessionNotFound, "no such session")
             }
             guard try store.revokeSessions(userID: caller.userID, [sessionID], gate: AccountStore.activeSessionsGate(user, removing: [sessionID]),
-                                           now: clock.nowSeconds) else { return nil }
+                                           now: clock.nowSeconds, reason: .revoked) else { return nil }
             logger.info("session revoked", metadata: ["userId": .string(caller.userID), "sessionId": .string(sessionID)])
             return 1
         }

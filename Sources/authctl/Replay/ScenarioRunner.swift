@@ -145,6 +145,9 @@ struct ScenarioRunner {
     /// With `--exports DIR`: after its steps, the scenario's table fingerprint (`TableFingerprint`)
     /// must equal `DIR/<scenario>.items`; `record` writes it instead.
     var exports: (directory: String, record: Bool)? = nil
+    /// With `--events-out`: the events each scenario's changes publish (the local store's change
+    /// log, or the DynamoDB table's stream), appended here one a line (`ScenarioEvents`).
+    var eventsFile: String? = nil
 
     struct Outcome {
         var passed: Bool
@@ -165,6 +168,7 @@ struct ScenarioRunner {
         var report: [String] = []
         let signingKeys = NamedSigningKeys()
         let passkeys = NamedPasskeyAuthenticators()
+        var changes = ScenarioEvents.Collector()
         for (index, step) in scenario.steps.enumerated() {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
@@ -186,6 +190,8 @@ struct ScenarioRunner {
             if metricsFile != nil { variables["AUTH_METRICS"] = "emf" }
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
+            // After each step: an account's erasure takes its records out of the local change log.
+            if eventsFile != nil, case .local = backend { try changes.follow(localStore: world + "/store") }
             var problems = check(step, invocation, saved: saved)
             if let metricsFile {
                 let lines = ScenarioRunner.metricLines(invocation.log).map { $0 + "\n" }.joined()
@@ -215,6 +221,12 @@ struct ScenarioRunner {
                 }
                 saved[name] = value.stringValue ?? value.serialized()
             }
+        }
+        if let eventsFile {
+            if case .dynamoDB(let endpoint) = backend, let table = storeEnvironment["AUTH_STORE"]?.split(separator: ":").last {
+                try changes.read(stream: String(table), endpoint: endpoint, inherited: baseEnvironment)
+            }
+            try ScenarioEvents.append(changes.changes, scenario: String(scenario.path.split(separator: "/").last ?? ""), to: eventsFile)
         }
         if let exports {
             var name = String(scenario.path.split(separator: "/").last ?? "")

@@ -138,6 +138,9 @@ extension LocalTable {
             let sorted = keys.sorted { LocalTable.precedes([$0.pk, $0.sk], [$1.pk, $1.sk]) }
             try stage(path, keys.isEmpty ? nil : JSONValue.object(["Keys": .array(sorted.map { DynamoJSON.encode($0.item) })]).serializedBytes())
         }
+        // Before the log empties: the sync below makes the change log durable with the partitions.
+        try ChangeLog.absorb(descriptor, path: layout.walPath, layout, erasing: wipingTheLog,
+                             current: StoreReader(layout: layout, overlay: log.overlay, now: now))
         try syncStore()
         for (temporary, path) in replacements where rename(temporary, path) != 0 {
             throw ioFailure(path, "rename onto")

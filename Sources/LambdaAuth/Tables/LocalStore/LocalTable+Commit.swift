@@ -36,14 +36,15 @@ extension LocalTable {
         return try body(StoreReader(layout: layout, overlay: log.overlay, now: now))
     }
 
-    func write<T: Sendable>(forceCheckpoint: Bool = false,
+    /// `recordingChanges`: false for an import, which DynamoDB's own import does not stream either.
+    func write<T: Sendable>(forceCheckpoint: Bool = false, recordingChanges: Bool = true,
                                     _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
         try cachedLog.withLock { (cachedLog) throws(TableError) -> T in
-            try write(&cachedLog, forceCheckpoint: forceCheckpoint, body)
+            try write(&cachedLog, forceCheckpoint: forceCheckpoint, recordingChanges: recordingChanges && recordsChanges, body)
         }
     }
 
-    private func write<T>(_ cachedLog: inout WriteAheadLog.State?, forceCheckpoint: Bool,
+    private func write<T>(_ cachedLog: inout WriteAheadLog.State?, forceCheckpoint: Bool, recordingChanges: Bool,
                           _ body: (inout WriteBatch) throws(TableError) -> T) throws(TableError) -> T {
         let now = clock.now()
         let lock = try StoreLock.acquire(layout, exclusive: true)!
@@ -62,6 +63,26 @@ extension LocalTable {
         var batch = WriteBatch(reader: StoreReader(layout: layout, overlay: log.overlay, now: now))
         let result = try body(&batch)
         guard !batch.changes.isEmpty else { return result }
+        var stamp: WriteAheadLog.ChangeStamp?
+        if recordingChanges {
+            // The images before the commit: what a stream record's OldImage holds, for the kinds
+            // that publish and cut to what their events read (ChangeLog.swift says why). The
+            // flows read these items to decide the write, so they come from the caches.
+            var oldImages: [Item?] = []
+            oldImages.reserveCapacity(batch.changes.count)
+            for (key, _) in batch.changes {
+                guard let names = ItemEvents.readAttributes(of: key) else {
+                    oldImages.append(nil)
+                    continue
+                }
+                oldImages.append(try batch.reader.storedItem(key).map { $0.filter { names.contains($0.key) } })
+            }
+            // Real microseconds, for an order that holds across processes and checkpoints; never
+            // below what the log already holds (a clock stepped back).
+            let micros = UInt64(max(0, SystemClock().now() * 1_000_000))
+            stamp = WriteAheadLog.ChangeStamp(committedAt: Int64((now * 1000).rounded(.down)),
+                                              sequence: max(micros, log.lastSequence + 1), oldImages: oldImages)
+        }
         var newFile = false
         if descriptor < 0 {
             descriptor = open(layout.walPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -79,7 +100,7 @@ extension LocalTable {
         }
         // Over the end mark and whatever follows it (an earlier generation's records), with a new
         // end mark after the record.
-        let record = WriteAheadLog.encodeRecordWithEndMark(batch.changes, generation: log.generation)
+        let record = WriteAheadLog.encodeRecordWithEndMark(batch.changes, generation: log.generation, stamp: stamp)
         let written = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(log.validEnd)) }
         guard written == record.count, fdatasync(descriptor) == 0 else {
             let failure = ioFailure(layout.walPath, "append to")
@@ -90,6 +111,7 @@ extension LocalTable {
         }
         // Acknowledged from here on: the record is on disk.
         for (key, item) in batch.changes { log.overlay.apply(key, item) }
+        if let stamp { log.lastSequence = stamp.sequence }
         log.validEnd += record.count - WriteAheadLog.endMark.count
         log.fileSize = max(log.fileSize, log.validEnd + WriteAheadLog.endMark.count)
         cachedLog = log
@@ -136,6 +158,6 @@ extension LocalTable {
         var status = stat()
         let known = fstat(descriptor, &status) == 0
         log = WriteAheadLog.State(inode: known ? UInt64(status.st_ino) : 0, generation: generation, validEnd: WriteAheadLog.headerSize,
-                                  fileSize: known ? Int(status.st_size) : header.count, overlay: Overlay())
+                                  fileSize: known ? Int(status.st_size) : header.count, overlay: Overlay(), lastSequence: log.lastSequence)
     }
 }

@@ -58,18 +58,28 @@ public final class LocalTable: Table, Sendable {
 
     let checkpointThreshold: Int
     let dueStores: DueStores
+    /// False only in `auth-bench`, to set the change log's cost beside a store without it.
+    let recordsChanges: Bool
 
     public convenience init(directory: String, clock: any WallClock) {
         self.init(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold)
     }
 
+    /// `auth-bench`'s store without change records: the same commits, minus the change log's
+    /// share (the old images and the stamp in each log record), measured side by side.
+    package static func withoutChangeRecords(directory: String, clock: any WallClock) -> LocalTable {
+        LocalTable(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold, recordsChanges: false)
+    }
+
     /// Tests use a small threshold so that checkpoints happen in the middle of everything, and
     /// their own `dueStores` to see which maintenance a write asked for.
-    init(directory: String, clock: any WallClock, checkpointThreshold: Int, dueStores: DueStores = .shared) {
+    init(directory: String, clock: any WallClock, checkpointThreshold: Int, dueStores: DueStores = .shared,
+         recordsChanges: Bool = true) {
         self.directory = directory
         self.clock = clock
         self.checkpointThreshold = checkpointThreshold
         self.dueStores = dueStores
+        self.recordsChanges = recordsChanges
         layout = StoreLayout(root: directory)
     }
 
@@ -325,7 +335,7 @@ public final class LocalTable: Table, Sendable {
         guard !items.isEmpty else { return }
         var keyed: [(TableKey, Item)] = []
         for item in items { keyed.append((try LocalTable.validate(item), item)) }
-        try write(forceCheckpoint: true) { batch throws(TableError) in
+        try write(forceCheckpoint: true, recordingChanges: false) { batch throws(TableError) in
             for (key, item) in keyed { batch.stage(key, item) }
         }
     }

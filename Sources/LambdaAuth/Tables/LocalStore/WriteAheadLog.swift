@@ -85,6 +85,20 @@ enum WriteAheadLog {
         var fileSize: Int
         var overlay: Overlay
         var isFirstFormat = false
+        /// The highest change-record sequence (`seq`) this log holds, or held before its last
+        /// reset in this process: the next commit's is above it.
+        var lastSequence: UInt64 = 0
+    }
+
+    /// What a commit's record carries for the change log (LocalStore/ChangeLog.swift): when it
+    /// committed (the table's clock, epoch milliseconds), its place in the store's order, and
+    /// each item's image before the commit, for the kinds that publish events and cut to what
+    /// they read (nil for the others). It rides in the commit's own record, so the change log
+    /// costs no write and no sync of its own.
+    struct ChangeStamp {
+        var committedAt: Int64
+        var sequence: UInt64
+        var oldImages: [Item?]
     }
 
     static func checksum(_ payload: some Collection<UInt8>, generation: UInt64?) -> [UInt8] {
@@ -105,9 +119,12 @@ enum WriteAheadLog {
         magic + littleEndian(generation) + endMark
     }
 
-    static func encodeRecord(_ changes: [(TableKey, Item?)], generation: UInt64) -> [UInt8] {
-        // What serialising the JSONValue would give (members sorted: "item" before "key").
-        var payload = Array(#"{"changes":["#.utf8)
+    static func encodeRecord(_ changes: [(TableKey, Item?)], generation: UInt64, stamp: ChangeStamp? = nil) -> [UInt8] {
+        // What serialising the JSONValue would give (members sorted: "at" before "changes" before
+        // "seq", "item" before "key" before "old").
+        var payload = Array("{".utf8)
+        if let stamp { payload += Array(#""at":\#(stamp.committedAt),"#.utf8) }
+        payload += Array(#""changes":["#.utf8)
         for (position, (key, item)) in changes.enumerated() {
             payload += Array((position > 0 ? ",{" : "{").utf8)
             if let item {
@@ -117,16 +134,44 @@ enum WriteAheadLog {
             }
             payload += Array(#""key":"#.utf8)
             DynamoJSON.write(key.item, to: &payload)
+            if let stamp, position < stamp.oldImages.count, let old = stamp.oldImages[position] {
+                payload += Array(#","old":"#.utf8)
+                DynamoJSON.write(old, to: &payload)
+            }
             payload.append(UInt8(ascii: "}"))
         }
-        payload += Array("]}".utf8)
+        payload += Array("]".utf8)
+        if let stamp { payload += Array(#","seq":\#(stamp.sequence)"#.utf8) }
+        payload += Array("}".utf8)
         let length = UInt32(payload.count).littleEndian
         return withUnsafeBytes(of: length) { Array($0) } + littleEndian(generation) + checksum(payload, generation: generation) + payload
     }
 
     /// A record as it is written: with the end mark after it.
-    static func encodeRecordWithEndMark(_ changes: [(TableKey, Item?)], generation: UInt64) -> [UInt8] {
-        encodeRecord(changes, generation: generation) + endMark
+    static func encodeRecordWithEndMark(_ changes: [(TableKey, Item?)], generation: UInt64, stamp: ChangeStamp? = nil) -> [UInt8] {
+        encodeRecord(changes, generation: generation, stamp: stamp) + endMark
+    }
+
+    /// A record's `seq`, the payload's last member when it has one (read from its end, so the
+    /// log's parse stays lazy).
+    static func sequence(ofPayload payload: ArraySlice<UInt8>) -> UInt64? {
+        guard payload.last == UInt8(ascii: "}") else { return nil }
+        var value: UInt64 = 0, scale: UInt64 = 1
+        var index = payload.index(before: payload.endIndex)
+        var digits = 0
+        while index > payload.startIndex {
+            index = payload.index(before: index)
+            let byte = payload[index]
+            guard byte >= 48, byte <= 57 else { break }
+            value += UInt64(byte - 48) * scale
+            scale &*= 10
+            digits += 1
+            if digits > 19 { return nil }
+        }
+        let marker = Array(#""seq":"#.utf8)
+        guard digits > 0, index - payload.startIndex >= marker.count - 1,
+              payload[(index - marker.count + 1)...index].elementsEqual(marker) else { return nil }
+        return value
     }
 
     /// Reads the log from `descriptor`, continuing from `cached` when it is the same file and
@@ -178,6 +223,7 @@ enum WriteAheadLog {
             } catch {
                 throw .corrupted("\(path): unreadable record at byte \(state.validEnd): \(error)")
             }
+            if let sequence = sequence(ofPayload: payload[...]) { state.lastSequence = max(state.lastSequence, sequence) }
             state.validEnd = end
         }
         return state

@@ -1,0 +1,260 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `<store>/changes`: the local store's DynamoDB Stream (contract section 22). One stream record
+/// a line (`ItemChange.streamRecord`, view type NEW_AND_OLD_IMAGES), oldest first, bounded.
+///
+/// Why this shape: a commit's change record rides in the commit's own log record (its `at`,
+/// `seq` and each item's `old` image, `WriteAheadLog.ChangeStamp`), so recording changes adds
+/// no write and no `fdatasync` to a commit. A checkpoint, which runs off the request path,
+/// moves the log's records here before it empties the log, inside the sync it does anyway.
+/// Readers (`authctl events tail`, `serve`) read this file and then the log's records not moved
+/// yet, so they see every commit as soon as it is acknowledged.
+///
+/// What it keeps: the records of the item kinds that publish events, their images cut to what
+/// those events read (`ItemEvents.readable`). A DynamoDB Stream carries every attribute of every
+/// item for 24 hours inside AWS; this file is on the developer's disk, and a copy of a sealed
+/// provider token, a token's hash or a session's family key here would outlive `authctl keys
+/// reseal` and an erasure, which promise that no such copy is left. The events are the same.
+///
+/// Bounded as DynamoDB bounds a stream (it keeps 24 hours): past `maximumBytes` the oldest half
+/// goes. An erasure (`eraseDeletedItems`) drops the records of the erased account's partitions.
+enum ChangeLog {
+    static let maximumBytes = 4 << 20
+    static let sourceARN = "local:changes"
+
+    static func path(_ layout: StoreLayout) -> String { layout.root + "/changes" }
+
+    // MARK: - Reading
+
+    /// Every change the store still remembers, oldest first: the file's, then the log's.
+    static func read(_ layout: StoreLayout) throws(TableError) -> [ItemChange] {
+        guard let lock = try StoreLock.acquire(layout, exclusive: false) else { return [] }
+        defer { lock.release() }
+        var changes = try fileChanges(layout)
+        let last = changes.last?.orderingKey
+        let descriptor = open(layout.walPath, O_RDONLY | O_CLOEXEC)
+        if descriptor >= 0 {
+            defer { close(descriptor) }
+            for change in try logChanges(descriptor, path: layout.walPath) where last.map({ change.orderingKey > $0 }) ?? true {
+                changes.append(change)
+            }
+        }
+        return changes
+    }
+
+    static func fileChanges(_ layout: StoreLayout) throws(TableError) -> [ItemChange] {
+        let path = path(layout)
+        let bytes: [UInt8]
+        do {
+            bytes = try FileSystem.readFile(path, limit: maximumBytes * 2)
+        } catch where error.errno == ENOENT {
+            return []
+        } catch {
+            throw .unavailable(error.description)
+        }
+        var changes: [ItemChange] = []
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            // A line cut by a crash mid-append was never part of an emptied log: the log still has it.
+            guard let json = try? JSONValue.parse(Array(line)), let change = try? ItemChange(streamRecord: json) else { continue }
+            // Cut again: a file written before the log kept only what events read sheds the rest
+            // at its next rewrite (an erasure's, a reseal's).
+            if let readable = ItemEvents.readable(change) { changes.append(readable) }
+        }
+        return changes
+    }
+
+    /// The change records of the log's current generation, in commit order (a log of the first
+    /// format, or records written before the change log existed, have none).
+    static func logChanges(_ descriptor: Int32, path: String) throws(TableError) -> [ItemChange] {
+        var changes: [ItemChange] = []
+        for payload in try logPayloads(descriptor, path: path) { changes += changesOf(payload: payload) }
+        return changes
+    }
+
+    static func logPayloads(_ descriptor: Int32, path: String) throws(TableError) -> [[UInt8]] {
+        let header = try WriteAheadLog.readRange(descriptor, path: path, from: 0, count: WriteAheadLog.headerSize)
+        guard header.count == WriteAheadLog.headerSize, Array(header[0..<8]) == WriteAheadLog.magic else { return [] }
+        let generation = WriteAheadLog.integer(header[8..<16])
+        var payloads: [[UInt8]] = []
+        var offset = WriteAheadLog.headerSize
+        while true {
+            let head = try WriteAheadLog.readRange(descriptor, path: path, from: offset, count: WriteAheadLog.recordHeaderSize)
+            guard head.count == WriteAheadLog.recordHeaderSize, !head.elementsEqual(WriteAheadLog.endMark),
+                  WriteAheadLog.integer(head[4..<12]) == generation else { break }
+            let length = Int(WriteAheadLog.integer(head[0..<4]))
+            let payload = try WriteAheadLog.readRange(descriptor, path: path, from: offset + WriteAheadLog.recordHeaderSize, count: length)
+            guard payload.count == length, Array(head[12..<20]) == WriteAheadLog.checksum(payload, generation: generation) else { break }
+            payloads.append(payload)
+            offset += WriteAheadLog.recordHeaderSize + length
+        }
+        return payloads
+    }
+
+    /// The stream records of one commit, of the kinds that publish and cut to what their events
+    /// read; none for a record without a stamp. A change that left its item as it was gives none,
+    /// as DynamoDB Streams gives none.
+    static func changesOf(payload: [UInt8]) -> [ItemChange] {
+        guard let json = try? JSONValue.parse(payload), let at = json["at"]?.int64Value,
+              let sequence = json["seq"]?.int64Value, let entries = json["changes"]?.arrayValue else { return [] }
+        var changes: [ItemChange] = []
+        for (index, entry) in entries.enumerated() {
+            guard let keyJSON = entry["key"], let keyItem = try? DynamoJSON.decodeItem(keyJSON), let key = TableKey(item: keyItem),
+                  ItemEvents.readAttributes(of: key) != nil else { continue }
+            let new = entry["item"].flatMap { try? DynamoJSON.decodeItem($0) }
+            let old = entry["old"].flatMap { try? DynamoJSON.decodeItem($0) }
+            // The index stays the item's place in the commit, so a record's id never depends on
+            // which kinds are kept.
+            let suffix = String(100_000 + index).dropFirst()
+            let sequenceNumber = String(sequence) + suffix
+            guard let change = ItemChange(key: key, old: old, new: new, eventID: "local-" + sequenceNumber,
+                                          sequenceNumber: sequenceNumber, committedAt: at),
+                  let readable = ItemEvents.readable(change) else { continue }
+            changes.append(readable)
+        }
+        return changes
+    }
+
+    // MARK: - Moving the log's records here (a checkpoint, under the exclusive lock)
+
+    /// Appends the log's change records not here yet; when `erasing`, first rewrites the records
+    /// of the erased partitions (`current` reads the store as the log leaves it). The
+    /// checkpoint's sync that follows makes it durable; a crash before the log is emptied only
+    /// means the next checkpoint finds them here already.
+    static func absorb(_ descriptor: Int32, path walPath: String, _ layout: StoreLayout, erasing: Bool,
+                       current: StoreReader) throws(TableError) {
+        let incoming = try logChanges(descriptor, path: walPath)
+        guard !incoming.isEmpty || erasing else { return }
+        let path = path(layout)
+        let existing: [ItemChange]?
+        let last: String?
+        if erasing {
+            existing = try fileChanges(layout)
+            last = existing?.last?.orderingKey
+        } else {
+            existing = nil
+            last = try lastOrderingKey(path)
+        }
+        let fresh = incoming.filter { change in last.map { change.orderingKey > $0 } ?? true }
+        let size = fileSize(path)
+        if var all = existing {
+            all += fresh
+            // An account's deletion removes its PROFILE in the final transaction, with both sides
+            // of its links and its email claims; the earlier ones removed its other items. A
+            // deletion of leftovers whose PROFILE went earlier removes no PROFILE now: a removal
+            // in a partition without one is that. Any other removal (an unlink, a passkey's) is
+            // an event of a user who stays, and its records stay.
+            var erased = Set(all.filter { $0.kind == .remove && $0.key.sk == Keys.profile }.map(\.key.pk))
+            for pk in Set(fresh.filter { $0.kind == .remove }.map(\.key.pk)) where !erased.contains(pk) {
+                if try current.storedItem(TableKey(pk: pk, sk: Keys.profile)) == nil { erased.insert(pk) }
+            }
+            // No byte of an erased account may stay on disk (contract section 13), its id
+            // included: its records go, events and all, and so does any other record that names
+            // it. Only a user's own partition publishes, so that is a file written before the log
+            // kept only those kinds (the revocation list's entry for the deleted user, say).
+            // A reader that was following the log (`serve`, `events tail --follow`) has
+            // published them already.
+            let erasedUsers = Set(erased.compactMap(Keys.userID(partition:)))
+            let kept = all.filter { change in
+                !erased.contains(change.key.pk) && (erasedUsers.isEmpty || !names(change, anyOf: erasedUsers))
+            }
+            try replace(path, with: trimmed(kept))
+            return
+        }
+        guard !fresh.isEmpty else { return }
+        var bytes: [UInt8] = []
+        for change in fresh { bytes += change.streamRecord(sourceARN: sourceARN).serializedBytes() + [UInt8(ascii: "\n")] }
+        if size + bytes.count > maximumBytes {
+            try replace(path, with: trimmed(try fileChanges(layout) + fresh))
+            return
+        }
+        let file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard file >= 0 else { throw .unavailable(FileSystem.Failure(path: path, operation: "open", errno: errno).description) }
+        defer { close(file) }
+        // After a line a crash cut short, start on a line of our own.
+        if size > 0, let lastByte = try? WriteAheadLog.readRange(file, path: path, from: size - 1, count: 1), lastByte != [UInt8(ascii: "\n")] {
+            bytes.insert(UInt8(ascii: "\n"), at: 0)
+        }
+        do throws(FileSystem.Failure) { try FileSystem.writeAll(file, bytes, path: path) } catch { throw .unavailable(error.description) }
+    }
+
+    /// Whether a record holds one of `userIDs` in its key or in a string of its images: read from
+    /// the values, without serializing the record.
+    static func names(_ change: ItemChange, anyOf userIDs: Set<String>) -> Bool {
+        func holds(_ text: String) -> Bool { userIDs.contains { text.contains($0) } }
+        func holds(_ value: AttributeValue) -> Bool {
+            switch value {
+            case .s(let text): return holds(text)
+            case .ss(let texts): return texts.contains(where: holds)
+            case .m(let map): return map.values.contains(where: holds)
+            case .l(let list): return list.contains(where: holds)
+            case .n, .ns, .bool, .null: return false
+            }
+        }
+        if holds(change.key.pk) || holds(change.key.sk) { return true }
+        return [change.oldImage, change.newImage].contains { image in image?.values.contains(where: holds) == true }
+    }
+
+    /// The newest half, when the file would pass its bound.
+    static func trimmed(_ changes: [ItemChange]) -> [[UInt8]] {
+        var lines = changes.map { $0.streamRecord(sourceARN: sourceARN).serializedBytes() + [UInt8(ascii: "\n")] }
+        var total = lines.reduce(0) { $0 + $1.count }
+        guard total > maximumBytes else { return lines }
+        var drop = 0
+        while drop < lines.count, total > maximumBytes / 2 {
+            total -= lines[drop].count
+            drop += 1
+        }
+        lines.removeFirst(drop)
+        return lines
+    }
+
+    static func replace(_ path: String, with lines: [[UInt8]]) throws(TableError) {
+        let temporary = path + ".tmp"
+        let file = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard file >= 0 else { throw .unavailable(FileSystem.Failure(path: temporary, operation: "open", errno: errno).description) }
+        do throws(FileSystem.Failure) {
+            try FileSystem.writeAll(file, lines.flatMap { $0 }, path: temporary)
+        } catch {
+            close(file)
+            throw .unavailable(error.description)
+        }
+        close(file)
+        guard rename(temporary, path) == 0 else {
+            throw .unavailable(FileSystem.Failure(path: path, operation: "rename onto", errno: errno).description)
+        }
+    }
+
+    static func fileSize(_ path: String) -> Int {
+        var status = stat()
+        return stat(path, &status) == 0 ? Int(status.st_size) : 0
+    }
+
+    /// The last whole line's sequence, read from the file's end.
+    static func lastOrderingKey(_ path: String) throws(TableError) -> String? {
+        let size = fileSize(path)
+        guard size > 0 else { return nil }
+        let file = open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var window = 65_536
+        while true {
+            let start = max(0, size - window)
+            let bytes = try WriteAheadLog.readRange(file, path: path, from: start, count: size - start)
+            let lines = bytes.split(separator: UInt8(ascii: "\n"))
+            for line in lines.reversed() {
+                if let json = try? JSONValue.parse(Array(line)), let change = try? ItemChange(streamRecord: json) { return change.orderingKey }
+            }
+            if start == 0 { return nil }
+            window *= 4
+        }
+    }
+}
+
+extension LocalTable {
+    /// The store's change records, oldest first (`authctl events tail`, `serve`).
+    public func changeRecords() throws(TableError) -> [ItemChange] {
+        try ChangeLog.read(layout)
+    }
+}
