@@ -310,7 +310,8 @@ extension AccountStore {
 
     /// The one write of a new identity, whichever flow adds it: both sides of the link and the
     /// profile, in one transaction conditional on the version the flow read (so its copy of the
-    /// user was exact) and on the caller's session still being active. A user's next identity
+    /// user was exact: a concurrent registration re-reads, and the limit of 10 passkeys holds)
+    /// and on the caller's session still being active. A user's next identity
     /// counts one more; a guest's first makes it a full user (same id, same sessions, the profile
     /// filled from the identity, written whole without `isGuest` and `ttl`), whose sessions and
     /// tokens then get a full user's `ttl` back.
