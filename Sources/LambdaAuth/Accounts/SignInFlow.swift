@@ -19,7 +19,8 @@ struct SignInResult {
 /// returning user costs a GetItem of the link, a Query of the user and one transaction (and a
 /// Query of its tokens when the session limit evicts one, whose tokens are revoked in that
 /// transaction); a new user two GetItems (link, email claim) and one transaction that creates the
-/// user and its first session together; a passkey, whose credential names its user, no GetItem.
+/// user and its first session together; a passkey, whose link (read by its proof) names the
+/// user, the Query and the transaction.
 struct SignInFlow: Sendable {
     let providers: ProviderRegistry
     let guests: GuestSignInFlow
@@ -43,7 +44,7 @@ struct SignInFlow: Sendable {
         let identity = proof.identity
         // Before any write: a refused code signs nobody in.
         let grant = try proof.authorizationCode.map { (code) throws(AuthError) in try apple.exchange(code, for: identity) }
-        var result: SignInResult
+        let result: SignInResult
         if let ceremony = proof.ceremony {
             // The credential names its user: that user's new session, with the ceremony's writes
             // in its transaction; no one is found by the identity, no one created.

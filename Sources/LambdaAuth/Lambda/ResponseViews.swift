@@ -74,8 +74,6 @@ extension PasskeyStore.Listed {
 }
 
 extension PasskeyRegistrationOptions {
-    static let algorithms: [JSONValue] = COSEAlgorithm.allCases.map { ["type": "public-key", "alg": .number($0.rawValue)] }
-
     /// PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3 §5.4), the `register-options` answer.
     var json: JSONValue {
         let excludeCredentials: [JSONValue] = excluded.map { passkey in
@@ -87,7 +85,7 @@ extension PasskeyRegistrationOptions {
             "rp": ["id": .string(settings.relyingPartyID), "name": .string(settings.relyingPartyName)],
             "user": ["id": .string(Base64.urlEncoded(userHandle)), "name": .string(userName), "displayName": .string(userDisplayName)],
             "challenge": .string(Base64.urlEncoded(challenge)),
-            "pubKeyCredParams": .array(Self.algorithms),
+            "pubKeyCredParams": .array(COSEAlgorithm.allCases.map { ["type": "public-key", "alg": .number($0.rawValue)] }),
             "timeout": .number(PasskeyStore.challengeLifetime * 1000),
             "excludeCredentials": .array(excludeCredentials),
             "authenticatorSelection": ["residentKey": "required", "requireResidentKey": true,

@@ -53,8 +53,7 @@ struct IDTokenSignIn: SignInProvider {
     func prove(_ body: RequestBody, for purpose: ProofPurpose, logger: Logger) throws(AuthError) -> ProvenIdentity? {
         let idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
         let nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
-        var profileName: String?
-        var authorizationCode: String?
+        var profileName: String?, authorizationCode: String?
         if purpose == .signIn {
             // The whole sign-in is read before the token is verified: a malformed one costs no
             // key fetch. The device itself is the sign-in's, read again by SignInFlow.
