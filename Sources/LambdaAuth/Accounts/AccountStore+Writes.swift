@@ -282,21 +282,75 @@ extension AccountStore {
         case lostRace
     }
 
-    private enum LinkStep: Equatable { case link, userSide, profile }
+    /// An identity joining a user, with what its items carry beside the link (a passkey's key,
+    /// what `list` shows) and the proof's own writes (a registration's challenge consumed).
+    struct IdentityAddition {
+        var identity: LinkedIdentity
+        /// What proved it, to fill a guest's profile as a sign-in would; nil: nothing to fill it with.
+        var provenBy: VerifiedIdentity?
+        var linkAttributes: Item = [:]
+        var userSideAttributes: Item = [:]
+        var ceremony: [TransactWriteAction] = []
+        /// What a guest kept under its `ttl` that must outlive it (a passkey's user handle).
+        var upgradeWrites: [TransactWriteAction] = []
+    }
 
-    /// Both sides of the link, with the profile conditional on the version the flow read (so its
-    /// copy of the user was exact) and on the caller's session still being active.
-    func link(_ identity: LinkedIdentity, to user: UserView, callerSessionID: String, now: Int64) throws(AuthError) -> IdentityChange {
-        let userID = user.profile.userID
-        var plan = TransactionPlan<LinkStep>()
-        plan.add(.link, .put(identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
-        plan.add(.userSide, .put(identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"))
-        plan.add(.profile, identityCountChange(user, by: 1, callerSessionID: callerSessionID, now: now))
-        guard let cancellation = try table.run(plan) else { return .committed }
-        guard cancellation.failed(.link) || cancellation.failed(.userSide) || cancellation.failed(.profile) else {
-            throw cancellation.unexpected("link")
+    enum IdentityAdditionOutcome {
+        /// The user as it now is; `upgradedGuest`: the identity was a guest's first.
+        case added(UserView, upgradedGuest: Bool)
+        /// A condition of the proof's own writes failed.
+        case ceremonyRefused
+        /// Either side of the link exists already.
+        case identityTaken
+        /// The user or the caller's session changed since the flow read them.
+        case userChanged
+    }
+
+    private enum AdditionStep: Equatable { case ceremony, link, userSide, profile }
+
+    /// The one write of a new identity, whichever flow adds it: both sides of the link and the
+    /// profile, in one transaction conditional on the version the flow read (so its copy of the
+    /// user was exact: a concurrent registration re-reads, and the limit of 10 passkeys holds)
+    /// and on the caller's session still being active. A user's next identity
+    /// counts one more; a guest's first makes it a full user (same id, same sessions, the profile
+    /// filled from the identity, written whole without `isGuest` and `ttl`), whose sessions and
+    /// tokens then get a full user's `ttl` back.
+    func addIdentity(_ addition: IdentityAddition, to read: UserView, callerSessionID: String,
+                     now: Int64) throws(AuthError) -> IdentityAdditionOutcome {
+        let userID = read.profile.userID
+        let upgrading = read.profile.isGuest
+        var user = read
+        var plan = TransactionPlan<AdditionStep>()
+        plan.add(.ceremony, addition.ceremony)
+        plan.add(.link, .put(addition.identity.linkItem(userID: userID).merging(addition.linkAttributes) { $1 },
+                             condition: "attribute_not_exists(PK)"))
+        plan.add(.userSide, .put(addition.identity.userSideItem(userID: userID).merging(addition.userSideAttributes) { $1 },
+                                 condition: "attribute_not_exists(PK)"))
+        if upgrading {
+            user.identities = [addition.identity]
+            user.profile.isGuest = false
+            user.profile.guestExpiresAt = nil
+            user.profile.identityCount = 1
+            if let provenBy = addition.provenBy { user.profile.refresh(from: provenBy, profileName: nil) }
+            user.profile.updatedAt = now
+            user.profile.version = read.profile.version + 1
+            plan.add(.profile, .put(user.profile.item, condition: "attribute_exists(activeSessions.#sid) AND #version = :read",
+                                    attributes: ExpressionAttributes(names: ["#sid": callerSessionID, "#version": "version"],
+                                                                     values: [":read": .n(read.profile.version)])))
+            plan.add(addition.upgradeWrites)
+        } else {
+            plan.add(.profile, identityCountChange(read, by: 1, callerSessionID: callerSessionID, now: now))
+            user.identities.append(addition.identity)
+            user.profile.apply(identityDelta: 1, now: now)
         }
-        return .lostRace
+        if let cancellation = try table.run(plan) {
+            if cancellation.failed(.ceremony) { return .ceremonyRefused }
+            if cancellation.failed(.link) || cancellation.failed(.userSide) { return .identityTaken }
+            if cancellation.failed(.profile) { return .userChanged }
+            throw cancellation.unexpected("identity link")
+        }
+        if upgrading { dropGuestExpiry(of: userID, now: now) }
+        return .added(user, upgradedGuest: upgrading)
     }
 
     private enum UnlinkStep: Equatable { case profile, userSide, link }
@@ -333,7 +387,7 @@ extension AccountStore {
 }
 
 extension UserProfile {
-    /// What `AccountStore.link`/`unlink` do to the stored profile, applied to a copy.
+    /// What `AccountStore.addIdentity`/`unlink` do to a full user's stored profile, applied to a copy.
     mutating func apply(identityDelta: Int64, now: Int64) {
         identityCount += identityDelta
         updatedAt = now

@@ -48,7 +48,7 @@ public final class AuthServices: Sendable {
     }
 
     var signIn: SignInFlow {
-        SignInFlow(verifier: verifier, tokens: tokens, store: store, clock: clock, random: random, retry: retry,
+        SignInFlow(providers: providers, guests: guestSignIn, tokens: tokens, store: store, clock: clock, random: random, retry: retry,
                    deletion: deletion, emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions,
                    apple: apple)
     }
@@ -97,7 +97,7 @@ public final class AuthServices: Sendable {
 
     var passkeys: PasskeyFlow {
         PasskeyFlow(settings: configuration.passkeys, passkeys: PasskeyStore(table: table), store: store, callerCheck: callerCheck,
-                    signIn: signIn, clock: clock, random: random, retry: retry, limiter: TableRateLimiter(table: table))
+                    clock: clock, random: random, retry: retry, limiter: TableRateLimiter(table: table))
     }
 
     var linkProvider: LinkProviderFlow {

@@ -19,8 +19,7 @@ struct LinkProviderFlow: Sendable {
 
     /// Links an identity its provider's registry entry proved (an ID token verified, an email code used).
     func link(_ identity: VerifiedIdentity, for caller: Caller, logger: Logger) throws(AuthError) -> UserView {
-        try callerCheck.retrying("link", for: caller, with: retry) { (read: UserView) throws(AuthError) -> UserView? in
-            var user = read
+        try callerCheck.retrying("link", for: caller, with: retry) { (user: UserView) throws(AuthError) -> UserView? in
             if let owner = try store.linkedUserID(identity.provider, identity.subject) {
                 guard owner == caller.userID else {
                     throw AuthError(.identityLinkedToOtherUser, "this \(identity.provider.rawValue) account is already linked to another user")
@@ -32,39 +31,15 @@ struct LinkProviderFlow: Sendable {
             }
             let now = clock.nowSeconds
             let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
-            if user.profile.isGuest { return try upgrade(user, with: linked, from: identity, caller: caller, now: now, logger: logger) }
-            switch try store.link(linked, to: user, callerSessionID: caller.sessionID, now: now) {
-            case .committed:
-                logger.info("linked an identity", metadata: ["userId": .string(caller.userID), "provider": .string(identity.provider.rawValue)])
-                user.identities.append(linked)
-                user.profile.apply(identityDelta: 1, now: now)
-                return user
-            case .lostRace:
+            let addition = AccountStore.IdentityAddition(identity: linked, provenBy: identity)
+            switch try store.addIdentity(addition, to: user, callerSessionID: caller.sessionID, now: now) {
+            case .added(let linkedUser, let upgradedGuest):
+                logger.info(upgradedGuest ? "guest upgraded to a full user" : "linked an identity",
+                            metadata: ["userId": .string(caller.userID), "provider": .string(identity.provider.rawValue)])
+                return linkedUser
+            case .identityTaken, .userChanged, .ceremonyRefused:
                 return nil  // the re-read decides
             }
-        }
-    }
-
-    /// A guest's first identity makes it a full user: same user id, same sessions, the profile
-    /// filled from the identity as a sign-in would, the guest mark and expiry gone. nil: lost a
-    /// race (a second link of the same guest won: the re-read sees a full user).
-    func upgrade(_ guest: UserView, with linked: LinkedIdentity, from identity: VerifiedIdentity, caller: Caller, now: Int64,
-                 logger: Logger) throws(AuthError) -> UserView? {
-        var user = guest
-        user.identities = [linked]
-        user.profile.isGuest = false
-        user.profile.guestExpiresAt = nil
-        user.profile.identityCount = 1
-        user.profile.refresh(from: identity, profileName: nil)
-        user.profile.updatedAt = now
-        user.profile.version = guest.profile.version + 1
-        switch try store.upgradeGuest(user, identity: linked, readVersion: guest.profile.version, callerSessionID: caller.sessionID) {
-        case .committed:
-            logger.info("guest upgraded to a full user", metadata: ["userId": .string(caller.userID), "provider": .string(identity.provider.rawValue)])
-            store.dropGuestExpiry(of: caller.userID, now: now)
-            return user
-        case .lostRace:
-            return nil
         }
     }
 

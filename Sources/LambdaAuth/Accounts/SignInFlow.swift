@@ -1,15 +1,10 @@
 import Logging
 
-/// What `signin` is asked (contract section 3), already validated.
+/// What `signin` is asked (contract section 3): a proof, read by the registry entry its
+/// `provider` names, and the device the session is opened for.
 struct SignInRequest: Sendable {
-    var provider: ProviderName
-    var idToken: String
-    var nonce: String?
-    var device: [String: String]
-    /// Apple sends the name once, from the app, beside the ID token.
-    var profileName: String?
-    /// Apple only: exchanged at Apple, whose refresh token is then kept (contract section 8).
-    var authorizationCode: String? = nil
+    var body: RequestBody
+    var origin: RequestOrigin
 }
 
 struct SignInResult {
@@ -19,13 +14,16 @@ struct SignInResult {
     var tokens: IssuedTokens
 }
 
-/// `signin`: verify the ID token, find or create the user, open a session, issue tokens, in as
-/// few requests as the case allows: a returning user costs a GetItem of the link, a Query of the
-/// user and one transaction (and a Query of its tokens when the session limit evicts one, whose
-/// tokens are revoked in that transaction); a new user two GetItems (link, email claim) and one
-/// transaction that creates the user and its first session together.
+/// `signin`, whatever proves it: the provider proves, this flow finds or creates the user, opens
+/// the session, issues tokens and says so once, in as few requests as the case allows: a
+/// returning user costs a GetItem of the link, a Query of the user and one transaction (and a
+/// Query of its tokens when the session limit evicts one, whose tokens are revoked in that
+/// transaction); a new user two GetItems (link, email claim) and one transaction that creates the
+/// user and its first session together; a passkey, whose link (read by its proof) names the
+/// user, the Query and the transaction.
 struct SignInFlow: Sendable {
-    let verifier: any IdentityVerifying
+    let providers: ProviderRegistry
+    let guests: GuestSignInFlow
     let tokens: any TokenIssuing
     let store: AccountStore
     let clock: any WallClock
@@ -37,10 +35,29 @@ struct SignInFlow: Sendable {
     let apple: AppleAccountTokens
 
     func signIn(_ request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
-        let identity = try verifier.verify(request.idToken, provider: request.provider, nonce: request.nonce)
+        // The provider first: a mistyped one ("Guest") is named as such, not as a missing token.
+        let proof = try providers.entry(for: request.body).prove(request.body, for: .signIn, logger: logger)
+        let device = try SignInRequest.device(request.body)
+        guard let proof else { return try guests.signIn(device: device, origin: request.origin, logger: logger) }
+        // The seam of the coming sign-in hooks and second factor: the identity is proven and
+        // nothing is written yet.
+        let identity = proof.identity
         // Before any write: a refused code signs nobody in.
-        let grant = try request.authorizationCode.map { (code) throws(AuthError) in try apple.exchange(code, for: identity) }
-        let result = try findOrCreateUser(identity, request: request, logger: logger)
+        let grant = try proof.authorizationCode.map { (code) throws(AuthError) in try apple.exchange(code, for: identity) }
+        let result: SignInResult
+        if let ceremony = proof.ceremony {
+            // The credential names its user: that user's new session, with the ceremony's writes
+            // in its transaction; no one is found by the identity, no one created.
+            var minted = MintedSessions(tokens: tokens, random: random, logger: logger)
+            switch try openSession(userID: ceremony.userID, minted: &minted, proof: proof, device: device, joining: nil,
+                                   ceremony: ceremony.writes, logger: logger) {
+            case .opened(let opened): result = opened
+            case .ceremonyRefused(let reasons): throw ceremony.refusal(reasons)
+            case .userDeleted, .userUnavailable, .identityTaken: throw ceremony.userGone
+            }
+        } else {
+            result = try findOrCreateUser(proof, device: device, logger: logger)
+        }
         if let grant {
             try apple.keep(grant, userID: result.user.profile.userID, subject: identity.subject, logger: logger)
         }
@@ -52,7 +69,8 @@ struct SignInFlow: Sendable {
     /// The identity's user (linked already, or joined by verified email) or a new one. Creation is
     /// conditional on the link not existing, so the losers of concurrent first sign-ins of one
     /// identity re-read the link and sign in to the winner.
-    func findOrCreateUser(_ identity: VerifiedIdentity, request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
+    func findOrCreateUser(_ proof: ProvenIdentity, device: [String: String], logger: Logger) throws(AuthError) -> SignInResult {
+        let identity = proof.identity
         // A non-ASCII address has no key: it joins no one and claims nothing (EmailKey).
         let verifiedEmail = identity.emailVerified ? identity.email.flatMap(EmailKey.of) : nil
         var claimEmail = verifiedEmail != nil
@@ -61,8 +79,8 @@ struct SignInFlow: Sendable {
         var minted = MintedSessions(tokens: tokens, random: random, logger: logger)
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
-                switch try openSession(userID: userID, minted: &minted, identity: identity, request: request,
-                                       joining: nil, logger: logger) {
+                switch try openSession(userID: userID, minted: &minted, proof: proof, device: device, joining: nil,
+                                       logger: logger) {
                 case .opened(let result): return result
                 case .userDeleted: return nil  // a new user, next attempt
                 case .userUnavailable:
@@ -79,8 +97,8 @@ struct SignInFlow: Sendable {
                 if emailLinking == .verified {
                     let joining = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email,
                                                  linkedAt: clock.nowSeconds)
-                    switch try openSession(userID: owner, minted: &minted, identity: identity, request: request,
-                                           joining: joining, logger: logger) {
+                    switch try openSession(userID: owner, minted: &minted, proof: proof, device: device, joining: joining,
+                                           logger: logger) {
                     case .opened(let result):
                         logger.info("linked a new identity to an existing user by verified email",
                                     metadata: ["userId": .string(owner), "provider": .string(identity.provider.rawValue)])
@@ -98,7 +116,7 @@ struct SignInFlow: Sendable {
                     claimEmail = false
                 }
             }
-            switch try createUser(identity, minted: &minted, userID: newUserID, request: request, claimEmail: claimEmail,
+            switch try createUser(proof, minted: &minted, userID: newUserID, device: device, claimEmail: claimEmail,
                                   logger: logger) {
             case .created(let result): return result
             case .identityTaken: return nil  // lost the race for this identity: sign in to the winner
@@ -116,8 +134,9 @@ struct SignInFlow: Sendable {
         case emailTaken
     }
 
-    func createUser(_ identity: VerifiedIdentity, minted: inout MintedSessions, userID: String, request: SignInRequest, claimEmail: Bool,
+    func createUser(_ proof: ProvenIdentity, minted: inout MintedSessions, userID: String, device: [String: String], claimEmail: Bool,
                     logger: Logger) throws(AuthError) -> Creation {
+        let identity = proof.identity
         let minting = minted.session(for: userID)
         let (sessionID, family, refresh) = (minting.sessionID, minting.family, minting.refresh)
         // A new user has no app metadata yet.
@@ -125,11 +144,11 @@ struct SignInFlow: Sendable {
         let now = clock.nowSeconds
         let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
         var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
-                                  displayName: identity.name ?? request.profileName, pictureURL: identity.picture, now: now)
+                                  displayName: identity.name ?? proof.profileName, pictureURL: identity.picture, now: now)
         profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [linked])
-        let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+        let session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
         let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
         issued.refreshTokenLifetime = refreshToken.expiresAt - now
         let account = AccountStore.NewAccount(
@@ -160,7 +179,7 @@ struct SignInFlow: Sendable {
     /// token and refreshes the profile from the identity, in one transaction guarded by the
     /// profile's version. `joining` (sign-in by verified email) links the identity in the same
     /// transaction.
-    func openSession(userID: String, minted: inout MintedSessions, identity: VerifiedIdentity, request: SignInRequest,
+    func openSession(userID: String, minted: inout MintedSessions, proof: ProvenIdentity, device: [String: String],
                      joining: LinkedIdentity?, ceremony: [TransactWriteAction] = [], logger: Logger) throws(AuthError) -> SessionOpening {
         let minting = minted.session(for: userID)
         let (sessionID, family, refresh) = (minting.sessionID, minting.family, minting.refresh)
@@ -186,7 +205,7 @@ struct SignInFlow: Sendable {
             }
             let readVersion = user.profile.version
             let previousEmail = user.profile.email
-            user.profile.refresh(from: identity, profileName: request.profileName)
+            user.profile.refresh(from: proof.identity, profileName: proof.profileName)
             let emailClaimMove = try store.emailClaimMove(of: user.profile, previousEmail: previousEmail)
             user.profile.lastSignInAt = now
             user.profile.updatedAt = now
@@ -198,7 +217,7 @@ struct SignInFlow: Sendable {
             let evictedTokens = evicted.isEmpty ? [] : try store.unrevokedRefreshTokenKeys(of: userID, families: Set(evicted))
             user.profile.activeSessions[sessionID] = activity
             user.profile.version = readVersion + 1
-            let session = SessionRecord(userID: userID, sessionID: sessionID, device: request.device, family: family, now: now)
+            let session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
             let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
             issued.refreshTokenLifetime = refreshToken.expiresAt - now
             let opening = AccountStore.SessionOpening(

@@ -54,6 +54,9 @@ struct TransactionPlan<Step: Equatable> {
     }
 }
 
+/// A proof's plan travels with its proof until the sign-in's transaction runs it.
+extension TransactionPlan: Sendable where Step: Sendable {}
+
 extension Table {
     /// Runs the plan as one transaction: nil when it committed, else why it was cancelled.
     func run<Step>(_ plan: TransactionPlan<Step>) throws(AuthError) -> TransactionPlan<Step>.Cancellation? {

@@ -16,9 +16,6 @@ struct GuestSignInFlow: Sendable {
     let enabled: Bool
     let perSourceIP: RateLimit
 
-    /// The provider name a guest sign-in sends; not an identity provider.
-    static let providerName = "guest"
-
     func signIn(device: [String: String], origin: RequestOrigin, logger: Logger) throws(AuthError) -> SignInResult {
         guard enabled else {
             throw AuthError(.providerNotConfigured, "guest sign-in is off (AUTH_GUEST)")
@@ -67,26 +64,6 @@ extension AccountStore {
         if let reasons = try table.transact(actions) {
             throw .internalError("guest creation cancelled: \(reasons.map(\.code))")
         }
-    }
-
-    private enum GuestUpgradeStep: Equatable { case link, userSide, profile }
-
-    /// A guest's upgrade (its first identity): both sides of the link, and the profile, written
-    /// whole from the copy the flow read (exact: conditional on its version and on the caller's
-    /// session), as a full user, without `isGuest` and without `ttl`.
-    func upgradeGuest(_ upgraded: UserView, identity: LinkedIdentity, readVersion: Int64, callerSessionID: String) throws(AuthError) -> IdentityChange {
-        let userID = upgraded.profile.userID
-        var plan = TransactionPlan<GuestUpgradeStep>()
-        plan.add(.link, .put(identity.linkItem(userID: userID), condition: "attribute_not_exists(PK)"))
-        plan.add(.userSide, .put(identity.userSideItem(userID: userID), condition: "attribute_not_exists(PK)"))
-        plan.add(.profile, .put(upgraded.profile.item, condition: "attribute_exists(activeSessions.#sid) AND #version = :read",
-                                attributes: ExpressionAttributes(names: ["#sid": callerSessionID, "#version": "version"],
-                                                                 values: [":read": .n(readVersion)])))
-        guard let cancellation = try table.run(plan) else { return .committed }
-        guard cancellation.failed(.link) || cancellation.failed(.userSide) || cancellation.failed(.profile) else {
-            throw cancellation.unexpected("guest upgrade")
-        }
-        return .lostRace
     }
 
     /// After an upgrade the sessions and refresh tokens the guest had keep going as a full user's:

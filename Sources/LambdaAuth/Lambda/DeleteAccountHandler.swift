@@ -21,7 +21,7 @@ public struct DeleteAccountHandler: RequestHandler {
             let presented = Self.proofFields.contains { body.fields[$0].map { $0 != .string("") && $0 != .null } ?? false }
             if presented {
                 // The proof's own provider checks it: an ID token, an email-only user's fresh code.
-                proof = try providers.entry(for: body).prove(body, logger: context.logger)
+                proof = try providers.entry(for: body).prove(body, for: .identity, logger: context.logger)
             }
             let interrupt = testMode && request.body["_testFault"] == "interrupt-deletion"
             let userID = try flow.delete(for: caller, proof: proof, interruptAfterMark: interrupt, logger: context.logger)

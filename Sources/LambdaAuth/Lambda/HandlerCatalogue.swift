@@ -5,7 +5,7 @@
 /// one line; authctl, the bench and the tests read `HandlerCatalogue.all`.
 public enum HandlerCatalogue {
     public static let signin = HandlerEntry(name: "signin", routes: [.post("/auth/signin")]) { services in
-        SignInHandler(providers: services.providers)
+        SignInHandler(flow: services.signIn)
     }
 
     public static let refresh = HandlerEntry(name: "refresh", routes: [.post("/auth/refresh")]) { services in

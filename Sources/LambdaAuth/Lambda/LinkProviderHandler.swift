@@ -19,7 +19,7 @@ public struct LinkProviderHandler: RequestHandler {
             switch action {
             case .link:
                 let entry = try providers.entry(for: body)
-                guard let proven = try entry.prove(body, logger: context.logger) else {
+                guard let proven = try entry.prove(body, for: .identity, logger: context.logger) else {
                     throw AuthError(.unsupportedProvider, "provider \(entry.name) proves no identity to link")
                 }
                 return try flow.link(proven.identity, for: caller, logger: context.logger)

@@ -1,5 +1,3 @@
-import Logging
-
 /// `otp-start` (contract section 10): `{"email"}` → 202 `{"sent": true, "expiresIn": N}`, the
 /// same for every valid address. Rate limits count the HTTP events' source IP (required there); a
 /// direct invocation has none and is limited per address only.
@@ -14,14 +12,5 @@ public struct OneTimeCodeStartHandler: RequestHandler {
         let email = try EmailAddress(try RequestBody(request.body).requiredString("email", maximumBytes: 254))
         let expiresIn = try flow.start(email, origin: request.origin, logger: context.logger)
         return InvocationResponse(status: 202, body: ["sent": true, "expiresIn": .number(expiresIn)])
-    }
-}
-
-extension OneTimeCodeFlow {
-    /// The identity an `{"email", "code"}` body proves to `signin` and `link-provider`.
-    func verify(_ body: RequestBody, logger: Logger) throws(AuthError) -> VerifiedIdentity {
-        try requireEnabled()
-        return try verify(try EmailAddress(try body.requiredString("email", maximumBytes: 254)),
-                          code: try body.requiredString("code", maximumBytes: 16), logger: logger)
     }
 }

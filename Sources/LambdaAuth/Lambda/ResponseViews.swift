@@ -66,9 +66,42 @@ extension SessionSummary {
 }
 
 extension PasskeyStore.Listed {
-    /// An entry of the passkey `list` action's answer.
+    /// An entry of the passkey `list` action's answer, and `register`'s `passkey`.
     var json: JSONValue {
         ["id": .string(passkeyID), "name": .string(name), "createdAt": .string(Timestamps.format(createdAt)),
          "lastUsedAt": lastUsedAt.map { .string(Timestamps.format($0)) } ?? .null]
+    }
+}
+
+extension PasskeyRegistrationOptions {
+    /// PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3 §5.4), the `register-options` answer.
+    var json: JSONValue {
+        let excludeCredentials: [JSONValue] = excluded.map { passkey in
+            var descriptor: [String: JSONValue] = ["type": "public-key", "id": .string(Base64.urlEncoded(passkey.credentialID))]
+            if !passkey.transports.isEmpty { descriptor["transports"] = .array(passkey.transports.map(JSONValue.string)) }
+            return .object(descriptor)
+        }
+        return ["publicKey": [
+            "rp": ["id": .string(settings.relyingPartyID), "name": .string(settings.relyingPartyName)],
+            "user": ["id": .string(Base64.urlEncoded(userHandle)), "name": .string(userName), "displayName": .string(userDisplayName)],
+            "challenge": .string(Base64.urlEncoded(challenge)),
+            "pubKeyCredParams": .array(COSEAlgorithm.allCases.map { ["type": "public-key", "alg": .number($0.rawValue)] }),
+            "timeout": .number(PasskeyStore.challengeLifetime * 1000),
+            "excludeCredentials": .array(excludeCredentials),
+            "authenticatorSelection": ["residentKey": "required", "requireResidentKey": true,
+                                       "userVerification": .string(settings.userVerificationRequired ? "required" : "preferred")],
+            "attestation": "none",
+        ]]
+    }
+}
+
+extension PasskeyLoginOptions {
+    /// PublicKeyCredentialRequestOptionsJSON for a discoverable credential, the `login-options` answer.
+    var json: JSONValue {
+        ["publicKey": [
+            "challenge": .string(Base64.urlEncoded(challenge)), "timeout": .number(PasskeyStore.challengeLifetime * 1000),
+            "rpId": .string(settings.relyingPartyID), "allowCredentials": [],
+            "userVerification": .string(settings.userVerificationRequired ? "required" : "preferred"),
+        ]]
     }
 }

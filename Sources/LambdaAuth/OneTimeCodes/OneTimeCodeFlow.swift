@@ -27,8 +27,6 @@ struct OneTimeCodeFlow: Sendable {
     let clock: any WallClock
     let random: any RandomSource
 
-    static let providerName = "email"
-
     func requireEnabled() throws(AuthError) {
         guard enabled else { throw AuthError(.providerNotConfigured, "email sign-in is off (AUTH_EMAIL)") }
     }

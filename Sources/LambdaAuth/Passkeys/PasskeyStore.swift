@@ -155,44 +155,21 @@ struct PasskeyStore: Sendable {
         }.sorted { ($0.createdAt, $0.passkeyID) < ($1.createdAt, $1.passkeyID) }
     }
 
-    private enum RegistrationStep: Equatable { case challenge, link, userSide, profile }
-
-    enum RegistrationOutcome {
-        case registered
-        case challengeExpired
-        case alreadyRegistered
-        case userChanged
-    }
-
-    /// One transaction: the challenge consumed, both sides of the link, and `profile`: the identity
-    /// count and version (so a concurrent registration re-reads and the limit of 10 holds), or a
-    /// guest's whole profile as a full user's, whose handle then loses its `ttl` too.
-    func register(_ registration: VerifiedRegistration, identity: LinkedIdentity, challenge: [UInt8], name: String, handle: [UInt8],
-                  userID: String, profile: TransactWriteAction, upgradingGuest: Bool, now: Int64) throws(AuthError) -> RegistrationOutcome {
-        var link = identity.linkItem(userID: userID)
-        link["credentialId"] = .s(Base64.urlEncoded(registration.credentialID))
-        link["publicKey"] = .s(Base64.urlEncoded(registration.publicKeyBytes))
-        link["algorithm"] = .n(registration.algorithm.rawValue)
-        link["signCount"] = .n(Int64(registration.signCount))
-        link["userHandle"] = .s(Base64.urlEncoded(handle))
-        link["backupEligible"] = .bool(registration.backupEligible)
-        var userSide = identity.userSideItem(userID: userID)
-        userSide["credentialId"] = .s(Base64.urlEncoded(registration.credentialID))
-        userSide["name"] = .s(name)
-        userSide["lastUsedAt"] = .null
-        userSide["backedUp"] = .bool(registration.backedUp)
-        userSide["transports"] = .l(registration.transports.map(AttributeValue.s))
-        userSide["attestationFormat"] = .s(registration.attestationFormat)
-        var plan = TransactionPlan<RegistrationStep>()
-        plan.add(.challenge, Self.consumeChallenge(challenge, purpose: .register, userID: userID, handle: handle, now: now))
-        plan.add(.link, .put(link, condition: "attribute_not_exists(PK)"))
-        plan.add(.userSide, .put(userSide, condition: "attribute_not_exists(PK)"))
-        plan.add(.profile, profile)
-        if upgradingGuest { plan.add([.put(Self.handleItem(userID, handle: handle))]) }
-        guard let cancellation = try table.run(plan) else { return .registered }
-        if cancellation.failed(.challenge) { return .challengeExpired }
-        if cancellation.failed(.link) || cancellation.failed(.userSide) { return .alreadyRegistered }
-        if cancellation.failed(.profile) { return .userChanged }
-        throw cancellation.unexpected("passkey registration")
+    /// A registration as the user's new identity (`AccountStore.addIdentity`): the challenge
+    /// consumed first, both sides of the link with a passkey's attributes, and, when it makes a
+    /// guest a full user, the handle written again without its `ttl`.
+    static func addition(_ registration: VerifiedRegistration, identity: LinkedIdentity, challenge: [UInt8], name: String,
+                         handle: [UInt8], userID: String, now: Int64) -> AccountStore.IdentityAddition {
+        let credentialID = AttributeValue.s(Base64.urlEncoded(registration.credentialID))
+        let link: Item = ["credentialId": credentialID, "publicKey": .s(Base64.urlEncoded(registration.publicKeyBytes)),
+                          "algorithm": .n(registration.algorithm.rawValue), "signCount": .n(Int64(registration.signCount)),
+                          "userHandle": .s(Base64.urlEncoded(handle)), "backupEligible": .bool(registration.backupEligible)]
+        let userSide: Item = ["credentialId": credentialID, "name": .s(name), "lastUsedAt": .null, "backedUp": .bool(registration.backedUp),
+                              "transports": .l(registration.transports.map(AttributeValue.s)),
+                              "attestationFormat": .s(registration.attestationFormat)]
+        return AccountStore.IdentityAddition(
+            identity: identity, provenBy: nil, linkAttributes: link, userSideAttributes: userSide,
+            ceremony: [consumeChallenge(challenge, purpose: .register, userID: userID, handle: handle, now: now)],
+            upgradeWrites: [.put(handleItem(userID, handle: handle))])
     }
 }

@@ -1,81 +1,103 @@
 import Logging
 
-/// What a sign-in, link or re-authentication request offers as proof of who it is, and what it
-/// proves (contract sections 3, 8, 9, 10, 14).
+/// What a request proves (contract sections 3, 8, 9, 10, 14, 15): who it is, and what a sign-in
+/// needs beside the identity. Providers only prove: `SignInFlow` signs in with the proof,
+/// `LinkProviderFlow` links it, the account deletion re-authenticates with it.
 struct ProvenIdentity: Sendable {
     var identity: VerifiedIdentity
-    /// An ID token: it can be weeks old for a sign-in but must be fresh to re-authenticate. An
-    /// email code is checked when it is used and lives AUTH_OTP_TTL: fresh as it is.
+    /// The proof's strength. An ID token can be weeks old for a sign-in but must be fresh to
+    /// re-authenticate; an email code or a passkey is checked when it is used: fresh as it is.
     var isOneTimeProof: Bool
+    /// Apple only: exchanged at Apple before any write; its refresh token is kept (contract section 8).
+    var authorizationCode: String? = nil
+    /// Apple sends the name once, from the app, beside the ID token.
+    var profileName: String? = nil
+    /// A sign-in's writes of the proof itself (a passkey's), committed with the session.
+    var ceremony: ProofCeremony? = nil
 }
 
-/// One way of signing in, as a value: a request's proof in, a verified identity (or, for guests,
-/// a new anonymous user) out. Sign-in, link and re-authentication ask the registry for the entry
-/// a request names and never switch on provider names themselves, so a new provider is a new
-/// entry (README.md, "Adding a provider").
+/// What a proof writes when it is used (a passkey's challenge consumed, its count moved), in the
+/// transaction that opens the session, so a refused ceremony opens nothing. The credential
+/// belongs to one user: the sign-in opens a session of that user or of no one.
+struct ProofCeremony: Sendable {
+    let userID: String
+    let writes: [TransactWriteAction]
+    /// Why the writes were refused, from their cancellation reasons in their order.
+    let refusal: @Sendable ([CancellationReason]) -> AuthError
+    /// The answer when the credential's user is gone (deleted, or being deleted).
+    let userGone: AuthError
+}
+
+/// Why a proof is read: a sign-in takes more than the identity (Apple's code and name, a ceremony
+/// riding with the session); a link or a re-authentication the identity alone (a ceremony commits first).
+enum ProofPurpose { case signIn, identity }
+
+/// One way of proving who a request is, as a value: a request's proof in, a proven identity out.
+/// Sign-in, link and re-authentication ask the registry for the entry a request names and never
+/// switch on provider names themselves, so a new kind of proof is one type and one line of
+/// `AuthServices.providers` (docs/providers.md).
 protocol SignInProvider: Sendable {
     var name: String { get }
-    /// The identity a link or a re-authentication proves; nil: this provider proves none (a guest).
-    func prove(_ body: RequestBody, logger: Logger) throws(AuthError) -> ProvenIdentity?
-    /// A sign-in with this provider: the user found or created, with a new session.
-    func signIn(_ body: RequestBody, request: InvocationRequest, logger: Logger) throws(AuthError) -> SignInResult
+    /// What `body` proves; nil: this provider proves no one (a guest, whom a sign-in creates).
+    func prove(_ body: RequestBody, for purpose: ProofPurpose, logger: Logger) throws(AuthError) -> ProvenIdentity?
 }
 
 /// An ID token of a provider: Google, Apple (with its authorization code and one-time name) or a
-/// provider of AUTH_OIDC_PROVIDERS; all verified by the same `IDTokenVerifier`.
+/// provider of AUTH_OIDC_PROVIDERS; all verified by the same `IDTokenVerifier`, once.
 struct IDTokenSignIn: SignInProvider {
     let provider: ProviderName
-    let flow: SignInFlow
     let verifier: any IdentityVerifying
 
     var name: String { provider.rawValue }
 
-    func prove(_ body: RequestBody, logger: Logger) throws(AuthError) -> ProvenIdentity? {
+    func prove(_ body: RequestBody, for purpose: ProofPurpose, logger: Logger) throws(AuthError) -> ProvenIdentity? {
         let idToken = try body.requiredString("idToken", maximumBytes: 16 << 10)
         let nonce = try body.optionalString("nonce", maximumBytes: 1024, emptyIsAbsent: true)
-        return ProvenIdentity(identity: try verifier.verify(idToken, provider: provider, nonce: nonce), isOneTimeProof: false)
-    }
-
-    func signIn(_ body: RequestBody, request: InvocationRequest, logger: Logger) throws(AuthError) -> SignInResult {
-        try flow.signIn(try SignInRequest(body, provider: provider), logger: logger)
+        var profileName: String?, authorizationCode: String?
+        if purpose == .signIn {
+            // The whole sign-in is read before the token is verified: a malformed one costs no
+            // key fetch. The device itself is the sign-in's, read again by SignInFlow.
+            _ = try SignInRequest.device(body)
+            profileName = try body.optionalObject("profile")?.optionalString("name", maximumBytes: 256, emptyIsAbsent: true)
+            // An empty code is refused, not ignored: a sign-in without Apple's grant leaves nothing
+            // for the account's deletion to revoke at Apple.
+            authorizationCode = try body.optionalString("authorizationCode", maximumBytes: 4096)
+            if authorizationCode != nil, provider != .apple {
+                throw AuthError(.invalidRequest, "authorizationCode is accepted with provider apple only")
+            }
+        }
+        return ProvenIdentity(identity: try verifier.verify(idToken, provider: provider, nonce: nonce), isOneTimeProof: false,
+                              authorizationCode: authorizationCode, profileName: profileName)
     }
 }
 
 /// An address proven by a one-time code (contract section 10).
 struct EmailCodeSignIn: SignInProvider {
-    let flow: SignInFlow
     let oneTimeCodes: Result<OneTimeCodeFlow, AuthError>
 
     var name: String { ProviderName.email.rawValue }
 
-    func prove(_ body: RequestBody, logger: Logger) throws(AuthError) -> ProvenIdentity? {
-        ProvenIdentity(identity: try oneTimeCodes.get().verify(body, logger: logger), isOneTimeProof: true)
-    }
-
-    func signIn(_ body: RequestBody, request: InvocationRequest, logger: Logger) throws(AuthError) -> SignInResult {
-        let identity = try oneTimeCodes.get().verify(body, logger: logger)
-        let signIn = SignInRequest(provider: .email, idToken: "", nonce: nil, device: try SignInRequest.device(body), profileName: nil)
-        let result = try flow.findOrCreateUser(identity, request: signIn, logger: logger)
-        logger.info("signed in", metadata: ["userId": .string(result.user.profile.userID), "sessionId": .string(result.session.sessionID),
-                                            "provider": .string(identity.provider.rawValue), "newUser": .bool(result.isNewUser)])
-        return result
+    func prove(_ body: RequestBody, for purpose: ProofPurpose, logger: Logger) throws(AuthError) -> ProvenIdentity? {
+        let codes = try oneTimeCodes.get()
+        try codes.requireEnabled()
+        let email = try EmailAddress(try body.requiredString("email", maximumBytes: 254))
+        return ProvenIdentity(identity: try codes.verify(email, code: try body.requiredString("code", maximumBytes: 16), logger: logger),
+                              isOneTimeProof: true)
     }
 }
 
-/// A new anonymous user (contract section 9): no identity to prove, link or re-authenticate with.
+/// A new anonymous user (contract section 9): proves no identity to sign in, link or
+/// re-authenticate with; a sign-in with it creates a guest.
 struct GuestSignIn: SignInProvider {
-    let guests: GuestSignInFlow
+    /// The name a guest sign-in sends; no identity provider's (a guest holds no identity).
+    var name: String { "guest" }
 
-    var name: String { GuestSignInFlow.providerName }
-
-    func prove(_ body: RequestBody, logger: Logger) throws(AuthError) -> ProvenIdentity? { nil }
-
-    func signIn(_ body: RequestBody, request: InvocationRequest, logger: Logger) throws(AuthError) -> SignInResult {
+    func prove(_ body: RequestBody, for purpose: ProofPurpose, logger: Logger) throws(AuthError) -> ProvenIdentity? {
         // A client that sends a token believes it signs someone in: never a silent guest.
-        guard body.fields["idToken"] == nil, body.fields["authorizationCode"] == nil else {
+        if purpose == .signIn, body.fields["idToken"] != nil || body.fields["authorizationCode"] != nil {
             throw AuthError(.invalidRequest, "provider guest takes no idToken or authorizationCode")
         }
-        return try guests.signIn(device: try SignInRequest.device(body), origin: request.origin, logger: logger)
+        return nil
     }
 }
 
@@ -116,11 +138,9 @@ extension AuthServices {
     /// The registry every handler that takes a proof asks: Google, Apple, each configured OIDC
     /// provider, email codes, guests, passkeys.
     var providers: ProviderRegistry {
-        let signIn = self.signIn
         let idTokens = (ProviderName.idTokenProviders + verifier.configuredProviders).map { provider -> any SignInProvider in
-            IDTokenSignIn(provider: provider, flow: signIn, verifier: verifier)
+            IDTokenSignIn(provider: provider, verifier: verifier)
         }
-        return ProviderRegistry(entries: idTokens + [EmailCodeSignIn(flow: signIn, oneTimeCodes: oneTimeCodesOnUse),
-                                                     GuestSignIn(guests: guestSignIn), PasskeySignIn(flow: passkeys)])
+        return ProviderRegistry(entries: idTokens + [EmailCodeSignIn(oneTimeCodes: oneTimeCodesOnUse), GuestSignIn(), passkeys])
     }
 }

@@ -89,10 +89,14 @@ import Testing
         let tokens = CountingTokens(try TokenService(configuration: configuration, table: table, clock: clock, random: SystemRandomSource()))
         let store = AccountStore(table: table, refreshTokenTTL: 3600)
         let retry = OptimisticRetry(sleeper: NoSleep(), random: SystemRandomSource())
-        let flow = SignInFlow(verifier: Identity(), tokens: tokens, store: store, clock: clock, random: SystemRandomSource(), retry: retry,
+        let guests = GuestSignInFlow(tokens: tokens, store: store, clock: clock, random: SystemRandomSource(), limiter: TableRateLimiter(table: table),
+                                     enabled: false, perSourceIP: RateLimit(1))
+        let flow = SignInFlow(providers: ProviderRegistry(entries: [IDTokenSignIn(provider: .google, verifier: Identity())]), guests: guests,
+                              tokens: tokens, store: store, clock: clock, random: SystemRandomSource(), retry: retry,
                               deletion: AccountDeletion(store: store, retry: retry), emailLinking: .verified, maxSessions: 5,
                               apple: AppleAccountTokens(settings: nil, http: CurlHTTPClient(), store: store, clock: clock))
-        let result = try flow.signIn(SignInRequest(provider: .google, idToken: "mint-once", nonce: nil, device: [:]), logger: Logger(label: "test"))
+        let request = SignInRequest(body: RequestBody(["provider": "google", "idToken": "mint-once"]), origin: .direct)
+        let result = try flow.signIn(request, logger: Logger(label: "test"))
         #expect(result.isNewUser != committing, "a creation whose answer was lost is found as a returning user")
         #expect(tokens.minted.withLock { $0 } == 1, "lost races, one mint")
         #expect(try store.user(result.user.profile.userID)?.profile.activeSessions.count == 1, "one session, whatever was retried")
