@@ -111,16 +111,3 @@ struct ProviderRegistry: Sendable {
         return provider
     }
 }
-
-extension AuthServices {
-    /// The registry every handler that takes a proof asks: Google, Apple, each configured OIDC
-    /// provider, email codes, guests, passkeys.
-    var providers: ProviderRegistry {
-        let signIn = self.signIn
-        let idTokens = (ProviderName.idTokenProviders + verifier.configuredProviders).map { provider -> any SignInProvider in
-            IDTokenSignIn(provider: provider, flow: signIn, verifier: verifier)
-        }
-        return ProviderRegistry(entries: idTokens + [EmailCodeSignIn(flow: signIn, oneTimeCodes: oneTimeCodesOnUse),
-                                                     GuestSignIn(guests: guestSignIn), PasskeySignIn(flow: passkeys)])
-    }
-}
