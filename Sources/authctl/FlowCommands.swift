@@ -175,15 +175,21 @@ struct ReplayCommand: ParsableCommand {
     @Option(help: "The DynamoDB and STS endpoint, with --backend dynamodb.") var endpoint: String?
     @Option(help: "Run every step with AUTH_METRICS=emf, check its one EMF line, and append the lines to this file.")
     var metricsOut: String?
+    @Option(help: "After each scenario, compare its table's items (random values masked, sorted) with DIR/<scenario>.items.")
+    var exports: String?
+    @Flag(help: "With --exports: write the golden files instead of comparing (on the commit that defines them).")
+    var recordExports = false
     @Argument(help: "Scenario files.") var files: [String] = []
 
     func run() throws {
         let context = AuthCtlContext.current
         let backend = try ReplayBackend(name: backend, endpoint: endpoint)
         guard !files.isEmpty else { throw CommandFailure("name at least one scenario file", exitCode: 2) }
-        let runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
+        guard exports != nil || !recordExports else { throw CommandFailure("--record-exports goes with --exports DIR", exitCode: 2) }
+        var runner = ScenarioRunner(binDirectory: FileSystem.parentDirectory(of: ProcessRunner.currentExecutable), root: ".",
                                     baseEnvironment: context.environment.filter { !$0.key.hasPrefix("AUTH_") }, backend: backend,
                                     metricsFile: metricsOut)
+        runner.exports = exports.map { ($0, recordExports) }
         var passed = 0, failed = 0
         for file in files {
             let scenario = try Scenario(path: file, root: ".")

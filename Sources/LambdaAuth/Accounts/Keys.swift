@@ -146,7 +146,7 @@ package enum Keys {
 
     // MARK: - The local store's dev secrets
 
-    static let devSecrets = "DEV#SECRETS"
+    package static let devSecrets = "DEV#SECRETS"
     /// The dev key signs RS256, as the template's keys do.
     static let devSigningKey = TableKey(pk: devSecrets, sk: "ACCESS_TOKEN_SIGNING_KEY_RS256")
     /// The ES256 dev key of stores made before RS256: still published and accepted, never signing.

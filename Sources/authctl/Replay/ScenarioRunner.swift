@@ -142,6 +142,9 @@ struct ScenarioRunner {
     /// With `--metrics-out`: every step runs with `AUTH_METRICS=emf`, must write exactly one EMF
     /// line for its handler and outcome, and the lines are appended here (for an EMF validator).
     var metricsFile: String? = nil
+    /// With `--exports DIR`: after its steps, the scenario's table fingerprint (`TableFingerprint`)
+    /// must equal `DIR/<scenario>.items`; `record` writes it instead.
+    var exports: (directory: String, record: Bool)? = nil
 
     struct Outcome {
         var passed: Bool
@@ -211,6 +214,24 @@ struct ScenarioRunner {
                     return Outcome(passed: false, report: report)
                 }
                 saved[name] = value.stringValue ?? value.serialized()
+            }
+        }
+        if let exports {
+            var name = String(scenario.path.split(separator: "/").last ?? "")
+            if name.hasSuffix(".json") { name.removeLast(5) }
+            let problems: [String]
+            do {
+                let table = try makeTable(try AuthConfiguration.fromEnvironment(baseEnvironment.merging(storeEnvironment) { $1 }),
+                                          clock: FixedClock(Double(clock)))
+                problems = TableFingerprint.check(try TableFingerprint.lines(of: table),
+                                                  golden: exports.directory + "/" + name + ".items", record: exports.record)
+            } catch {
+                problems = ["cannot read the table's items: \(error)"]
+            }
+            if !problems.isEmpty {
+                report.append("  FAIL table export")
+                report += problems.map { "       \($0)" }
+                return Outcome(passed: false, report: report)
             }
         }
         return Outcome(passed: true, report: report)
