@@ -143,7 +143,7 @@ public struct DevIdentityProvider: Sendable {
             event["is_private_email"] = "true"
         }
         let claims: [String: JSONValue] = [
-            "iss": .string(ProviderName.apple.issuers[0]), "aud": .string(audience), "iat": .number(now), "exp": .number(now + 3600),
+            "iss": .string(OIDCProviderSettings.apple.issuer), "aud": .string(audience), "iat": .number(now), "exp": .number(now + 3600),
             "jti": .string(id), "events": .string(JSONValue.object(event).serialized()),
         ]
         return try token(claims: claims, provider: .apple)
@@ -180,7 +180,7 @@ public struct DevTokenOptions: Sendable {
         var configuredIssuer = issuer
         if let tenantID { configuredIssuer = configuredIssuer?.replacing("{tenantid}", with: tenantID) }
         var claims: [String: JSONValue] = [
-            "iss": .string(configuredIssuer ?? provider.issuers.first ?? ""),
+            "iss": .string(configuredIssuer ?? [OIDCProviderSettings.google, .apple].first { $0.name == provider }?.issuer ?? ""),
             "aud": .string(audience),
             "sub": .string(subject),
             "iat": .number(issued),

@@ -45,7 +45,7 @@ enum RevocationBench {
         let environment = ["AUTH_STORE": directory + "/store", "AUTH_SIGNING_KEYS": key.pemRepresentation,
                            "AUTH_ISSUER": "https://auth.example.com", "AUTH_LOG_LEVEL": "error"]
         let services = try AuthServices.start(environment: environment, logger: Logger.jsonLines(level: .error))
-        try services.listRevokedSessions((0..<listed).map { "revoked-session-\($0)" })
+        try services.administration.listRevokedSessions((0..<listed).map { "revoked-session-\($0)" })
         let handler = try HandlerCatalogue.authorizer.compose(services)
         let now = SystemClock().nowSeconds
         let token = try AccessTokenIssuer(key: key, issuer: "https://auth.example.com", lifetime: 900)

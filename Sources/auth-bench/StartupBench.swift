@@ -47,7 +47,8 @@ enum StartupBench {
             let logger = time("logger") { Logger.jsonLines(level: configuration.logLevel) }
             _ = try time("table") { try makeTable(configuration, clock: configuration.clock) }
             _ = time("verifier") {
-                IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(), clock: configuration.clock, logger: logger)
+                IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                                httpClient: CurlHTTPClient(), clock: configuration.clock, logger: logger)
             }
             // Also inside "configuration" (keys are parsed as the configuration is read): timed
             // alone here to show its share.

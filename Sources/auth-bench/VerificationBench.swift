@@ -74,7 +74,8 @@ enum VerificationBench {
                 "AUTH_CACHE_DIR": directory,
             ])
             let clock = SystemClock()
-            verifier = IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(), clock: clock,
+            verifier = IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                                       httpClient: CurlHTTPClient(), clock: clock,
                                        logger: Logger.jsonLines(level: .error))
             // A token as Google sends it: every claim, realistic lengths.
             var options = DevTokenOptions(subject: "110169484474386276334", audience: audience)

@@ -31,7 +31,7 @@ struct CredentialCommands: ParsableCommand {
 
             let configuration = try AuthCtlContext.current.configuration()
             let secret = try configuration.credentialsSecret ?? AuthServices(configuration: configuration, logger: Logger.jsonLines(level: .error))
-                .existingDevCredentialsSecret()
+                .administration.existingDevCredentialsSecret()
             guard let secret else {
                 throw CommandFailure("no credentials secret: set AUTH_CREDENTIALS_SECRET (or sign a user in once to create the dev secret)")
             }

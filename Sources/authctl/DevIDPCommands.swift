@@ -73,7 +73,7 @@ struct DevIDPCommands: ParsableCommand {
             let provider = try ProviderName.parse(provider)
             guard !sub.isEmpty else { throw CommandFailure("--sub is required", exitCode: 2) }
             let configuration = try AuthCtlContext.current.configuration()
-            guard let audience = aud ?? configuration.provider(provider).audiences.first else {
+            guard let audience = aud ?? configuration.identityProviders.first(where: { $0.name == provider })?.audiences.first else {
                 throw CommandFailure("--aud is required when AUTH_\(provider.rawValue.uppercased())_AUDIENCES is not set", exitCode: 2)
             }
             var options = DevTokenOptions(subject: sub, audience: audience)

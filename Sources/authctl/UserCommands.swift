@@ -12,8 +12,8 @@ struct UserCommands: ParsableCommand {
         commandName: "users", abstract: "Show or delete one user, import users from another system, or prune expired guests (AUTH_STORE names the store).",
         subcommands: [Show.self, Passkeys.self, SetMetadata.self, Delete.self, Import.self, PruneGuests.self])
 
-    static func services() throws -> AuthServices {
-        try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning))
+    static func administration() throws -> AccountAdministration {
+        try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning)).administration
     }
 
     struct Show: ParsableCommand {
@@ -33,7 +33,7 @@ struct UserCommands: ParsableCommand {
                 }
                 id = ImportedAccount.userID(system: system.rawValue, sourceID: userID)
             }
-            guard let description = try UserCommands.services().describeUser(id) else {
+            guard let description = try UserCommands.administration().describeUser(id) else {
                 throw CommandFailure(from == nil ? "no user \(userID)" : "no user imported from \(from!) id \(userID) (it would be \(id))")
             }
             print(description.prettyPrinted())
@@ -47,7 +47,7 @@ struct UserCommands: ParsableCommand {
         @Argument(help: "The user id.") var userID: String
 
         func run() throws {
-            guard let passkeys = try UserCommands.services().describePasskeys(userID) else {
+            guard let passkeys = try UserCommands.administration().describePasskeys(userID) else {
                 throw CommandFailure("no user \(userID)")
             }
             print(passkeys.prettyPrinted())
@@ -64,7 +64,7 @@ struct UserCommands: ParsableCommand {
         @Argument(help: "The metadata, a JSON object, e.g. '{\"role\":\"admin\"}'.") var json: String
 
         func run() throws {
-            guard let user = try UserCommands.services().setAppMetadata(userID, json: json) else {
+            guard let user = try UserCommands.administration().setAppMetadata(userID, json: json) else {
                 throw CommandFailure("no user \(userID)")
             }
             print(JSONValue.object(["user": user]).prettyPrinted())
@@ -78,7 +78,7 @@ struct UserCommands: ParsableCommand {
         @Argument(help: "The user id.") var userID: String
 
         func run() throws {
-            guard try UserCommands.services().deleteUser(userID, logger: Logger.jsonLines(level: .warning)) else {
+            guard try UserCommands.administration().deleteUser(userID, logger: Logger.jsonLines(level: .warning)) else {
                 throw CommandFailure("no user \(userID)")
             }
             print(JSONValue.object(["deleted": true, "userId": .string(userID)]).prettyPrinted())
@@ -166,7 +166,7 @@ struct UserCommands: ParsableCommand {
             abstract: "Delete every item of guests past AUTH_GUEST_TTL (what DynamoDB's TTL sweep does), for stores with no sweeper.")
 
         func run() throws {
-            let report = try GuestPruning.prune(configuration: AuthCtlContext.current.configuration(),
+            let report = try AuthServices.pruneGuests(configuration: AuthCtlContext.current.configuration(),
                                                 logger: Logger.jsonLines(level: .warning))
             print(report.json.prettyPrinted())
         }

@@ -53,7 +53,8 @@ final class DevIdentityProviderProcessTests {
         #expect(try authctl(["dev-idp", "init", "--dir", idpDirectory]).exitCode == 0)
         let configuration = try AuthConfiguration.fromEnvironment(
             VerifierEnvironment.make(googleJWKS: jwksURL, cacheDirectory: directory))
-        let verifier = IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(), clock: SystemClock(),
+        let verifier = IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                                       httpClient: CurlHTTPClient(), clock: SystemClock(),
                                        logger: CapturedLog().logger)
 
         let google = try mint(["--provider", "google", "--sub", "g-1", "--email", "a@example.com", "--name", "Ann",

@@ -18,7 +18,7 @@ enum AWSEnvironment {
         return AWSCredentials(accessKeyID: accessKey, secretAccessKey: secretKey, sessionToken: reader.string("AWS_SESSION_TOKEN"))
     }
 
-    private static func require(region: String?, credentials: AWSCredentials?, for purpose: String) throws(AuthError) -> (String, AWSCredentials) {
+    static func require(region: String?, credentials: AWSCredentials?, for purpose: String) throws(AuthError) -> (String, AWSCredentials) {
         guard let region else {
             throw AuthError(.configError, "AWS_REGION is required with \(purpose)")
         }

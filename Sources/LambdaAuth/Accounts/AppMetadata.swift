@@ -88,11 +88,3 @@ extension AccountStore {
         }
     }
 }
-
-extension AuthServices {
-    /// `authctl users set-metadata`: the user object after the change, or nil for no such user.
-    public func setAppMetadata(_ userID: String, json text: String) throws(AuthError) -> JSONValue? {
-        let metadata = try AppMetadata.parse(text)
-        return try store.setAppMetadata(metadata, userID: userID, retry: retry, now: clock.nowSeconds)?.json
-    }
-}

@@ -23,10 +23,22 @@ struct IssuedTokens: Sendable {
     let credentials: TemporaryCredentials
 }
 
+/// What our tokens are: `iss` and `aud` (AUTH_ISSUER, AUTH_ACCESS_TOKEN_AUDIENCE), the lifetimes,
+/// the signing keys and the credentials' secret (nil: the dev ones kept in the local store), and
+/// `sts` with AUTH_CREDENTIALS=sts (nil: local credentials).
+struct TokenSettings: Sendable {
+    var issuer, audience: String
+    var accessTokenTTL, refreshTokenTTL: Int64
+    var signingKeys: AccessTokenKeySet?
+    var credentialsSecret: String?
+    var credentialsTTL: Int64
+    var sts: STSCredentialIssuer.Settings?
+}
+
 /// The access-token key and the credential issuer, created once per process (the development
 /// ones from the local store on first use) and kept warm between invocations.
 final class TokenService: TokenIssuing, Sendable {
-    let configuration: AuthConfiguration
+    let settings: TokenSettings
     let table: any Table
     let clock: any WallClock
     let random: any RandomSource
@@ -36,16 +48,19 @@ final class TokenService: TokenIssuing, Sendable {
     }
     private let cache = Synchronization.Mutex(Cache())
 
-    init(configuration: AuthConfiguration, table: any Table, clock: any WallClock, random: any RandomSource) throws(AuthError) {
-        self.configuration = configuration
+    init(settings: TokenSettings, table: any Table, clock: any WallClock, random: any RandomSource) {
+        self.settings = settings
         self.table = table
         self.clock = clock
         self.random = random
-        if let keys = configuration.signingKeys {
-            let issuer = AccessTokenIssuer(keys: keys, issuer: configuration.issuer, audience: configuration.accessTokenAudience,
-                                           lifetime: configuration.accessTokenTTL)
+        if let keys = settings.signingKeys {
+            let issuer = accessTokenIssuer(keys)
             cache.withLock { $0.accessTokenIssuer = issuer }
         }
+    }
+
+    private func accessTokenIssuer(_ keys: AccessTokenKeySet) -> AccessTokenIssuer {
+        AccessTokenIssuer(keys: keys, issuer: settings.issuer, audience: settings.audience, lifetime: settings.accessTokenTTL)
     }
 
     /// Mints the access token and credentials for a session whose new refresh token is `refresh`.
@@ -60,8 +75,8 @@ final class TokenService: TokenIssuing, Sendable {
         let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random, anonymous: anonymous,
                                            appMetadata: appMetadata)
         let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: now)
-        return IssuedTokens(accessToken: accessToken, accessTokenLifetime: configuration.accessTokenTTL, refreshToken: refresh.token,
-                            refreshTokenLifetime: configuration.refreshTokenTTL, credentials: credentials)
+        return IssuedTokens(accessToken: accessToken, accessTokenLifetime: settings.accessTokenTTL, refreshToken: refresh.token,
+                            refreshTokenLifetime: settings.refreshTokenTTL, credentials: credentials)
     }
 
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims {
@@ -78,8 +93,7 @@ final class TokenService: TokenIssuing, Sendable {
         guard let keys = try DevSecrets.signingKeys(in: table, create: create, now: clock.nowSeconds, logger: logger) else {
             return nil
         }
-        let issuer = AccessTokenIssuer(keys: keys, issuer: configuration.issuer,
-                                       audience: configuration.accessTokenAudience, lifetime: configuration.accessTokenTTL)
+        let issuer = accessTokenIssuer(keys)
         // Only an old store's ES256 key and no RS256 one yet (a check before anything was issued):
         // not kept, so that this process's first issue creates the RS256 key and signs with it.
         if keys.signing.algorithm == .rs256 {
@@ -91,15 +105,15 @@ final class TokenService: TokenIssuing, Sendable {
     func credentialIssuer(logger: Logger) throws(AuthError) -> any CredentialIssuer {
         if let cached = cache.withLock({ $0.credentialIssuer }) { return cached }
         let issuer: any CredentialIssuer
-        switch configuration.credentialsMode {
-        case .local:
-            var secret = configuration.credentialsSecret
+        if let sts = settings.sts {
+            // Built on first use: a missing region fails the first issue, not the start.
+            issuer = try STSCredentialIssuer(settings: sts)
+        } else {
+            var secret = settings.credentialsSecret
             if secret == nil {
                 secret = try DevSecrets.credentialsSecret(in: table, create: true, now: clock.nowSeconds, random: random, logger: logger)
             }
-            issuer = LocalCredentialMinter(masterSecret: secret!, lifetime: configuration.credentialsTTL, random: random)
-        case .sts:
-            issuer = try STSCredentialIssuer(configuration: configuration)
+            issuer = LocalCredentialMinter(masterSecret: secret!, lifetime: settings.credentialsTTL, random: random)
         }
         cache.withLock { $0.credentialIssuer = issuer }
         return issuer

@@ -6,28 +6,15 @@ extension AuthConfiguration {
     public static func fromEnvironment(_ environment: [String: String], forHandlers: Bool = true) throws(AuthError) -> AuthConfiguration {
         let reader = EnvironmentReader(environment)
         let temporaryDirectory = reader.string("TMPDIR") ?? "/tmp"
-        var configuration = AuthConfiguration(
-            google: Provider(
-                name: .google,
-                audiences: reader.list("AUTH_GOOGLE_AUDIENCES"),
-                jwksURL: reader.string("AUTH_GOOGLE_JWKS_URL") ?? "https://www.googleapis.com/oauth2/v3/certs"),
-            apple: Provider(
-                name: .apple,
-                audiences: reader.list("AUTH_APPLE_AUDIENCES"),
-                jwksURL: reader.string("AUTH_APPLE_JWKS_URL") ?? "https://appleid.apple.com/auth/keys"),
-            cacheDirectory: reader.string("AUTH_CACHE_DIR") ?? temporaryDirectory)
+        var configuration = AuthConfiguration(cacheDirectory: reader.string("AUTH_CACHE_DIR") ?? temporaryDirectory)
 
         configuration.dataKeys = try DataKeys.fromEnvironment(environment)
         configuration.appleServer = try AppleServerSettings.fromEnvironment(reader, dataKeys: configuration.dataKeys)
         try reader.bool("AUTH_REQUIRE_NONCE", into: &configuration.requireNonce)
-        configuration.oidcProviders = try OIDCProviderSettings.fromEnvironment(reader, requireNonce: configuration.requireNonce)
+        configuration.identityProviders = OIDCProviderSettings.presets(reader, requireNonce: configuration.requireNonce)
+            + (try OIDCProviderSettings.fromEnvironment(reader, requireNonce: configuration.requireNonce))
         try reader.integer("AUTH_CLOCK_SKEW", in: 0...3600, into: &configuration.clockSkew)
-        if let linking = reader.string("AUTH_LINK_BY_EMAIL") {
-            guard let value = EmailLinking(rawValue: linking) else {
-                throw configError("AUTH_LINK_BY_EMAIL", "must be verified or never")
-            }
-            configuration.emailLinking = value
-        }
+        try reader.choice("AUTH_LINK_BY_EMAIL", "must be verified or never", into: &configuration.emailLinking)
         if let store = reader.string("AUTH_STORE") {
             if store.hasPrefix("dynamodb:") {
                 let table = String(store.dropFirst("dynamodb:".count))
@@ -76,12 +63,7 @@ extension AuthConfiguration {
             throw configError("AUTH_EMAIL_FROM", "must be an email address")
         }
         configuration.sesEndpoint = try reader.secureURL("AUTH_SES_ENDPOINT")
-        if let mode = reader.string("AUTH_CREDENTIALS") {
-            guard let value = CredentialsMode(rawValue: mode) else {
-                throw configError("AUTH_CREDENTIALS", "must be local or sts")
-            }
-            configuration.credentialsMode = value
-        }
+        try reader.choice("AUTH_CREDENTIALS", "must be local or sts", into: &configuration.credentialsMode)
         configuration.credentialsSecret = reader.string("AUTH_CREDENTIALS_SECRET")
         if let secret = configuration.credentialsSecret, secret.utf8.count < 16 {
             throw configError("AUTH_CREDENTIALS_SECRET", "must be at least 16 characters")
@@ -122,8 +104,8 @@ extension AuthConfiguration {
     }
 
     func validateCombinations(forHandlers: Bool) throws(AuthError) {
-        for provider in [google, apple] {
-            try JWKSLocation.validate(provider.jwksURL, variable: "AUTH_\(provider.name.rawValue.uppercased())_JWKS_URL")
+        for preset in identityProviders where preset.name.isBuiltIn {
+            try JWKSLocation.validate(preset.jwksURI ?? "", variable: preset.jwksVariable)
         }
         if case .dynamoDB = store, forHandlers {
             if signingKeys == nil {

@@ -11,22 +11,16 @@ public struct AuthConfiguration: Sendable {
     public enum EmailLinking: String, Sendable { case verified, never }
     public enum CredentialsMode: String, Sendable { case local, sts }
 
-    public struct Provider: Sendable {
-        public var name: ProviderName
-        /// Empty: the provider is known but not configured (PROVIDER_NOT_CONFIGURED).
-        public var audiences: [String]
-        public var jwksURL: String
-    }
-
-    public var google: Provider
-    public var apple: Provider
     /// Sign in with Apple's back channel (code exchange, revocation); nil: off.
     public var appleServer: AppleServerSettings?
     /// AUTH_DATA_KEYS (or AUTH_DATA_KEY): what seals values at rest; nil when neither is set.
     public var dataKeys: DataKeys?
     public var requireNonce = false
-    /// AUTH_OIDC_PROVIDERS (or _FILE): the configured OpenID Connect providers (contract section 14).
-    public var oidcProviders: [OIDCProviderSettings] = []
+    /// The OpenID Connect providers: Google's and Apple's presets (AUTH_GOOGLE_*, AUTH_APPLE_*), then
+    /// those of AUTH_OIDC_PROVIDERS (or _FILE) (contract section 14).
+    public var identityProviders: [OIDCProviderSettings] = []
+    /// Those of AUTH_OIDC_PROVIDERS alone.
+    public var oidcProviders: [OIDCProviderSettings] { identityProviders.filter { !$0.name.isBuiltIn } }
     public var clockSkew: Int64 = 60
     public var emailLinking: EmailLinking = .verified
     public var store: StoreLocation = .local(directory: ".auth-store")
@@ -100,10 +94,6 @@ public struct AuthConfiguration: Sendable {
     public var testMode = false
     /// With testMode only: the fixed clock for replays.
     public var fixedNow: Double?
-
-    public func provider(_ name: ProviderName) -> Provider {
-        name == .google ? google : apple
-    }
 
     public var clock: any WallClock {
         if let fixedNow { return FixedClock(fixedNow) }

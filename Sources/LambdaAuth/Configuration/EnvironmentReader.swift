@@ -48,6 +48,13 @@ struct EnvironmentReader {
         if let flag = try onOff(name) { value = flag }
     }
 
+    /// One of `Choice`'s raw values (AUTH_LINK_BY_EMAIL, AUTH_CREDENTIALS, AUTH_METRICS); any other is `problem`.
+    func choice<Choice: RawRepresentable<String>>(_ name: String, _ problem: String, into value: inout Choice) throws(AuthError) {
+        guard let text = string(name) else { return }
+        guard let choice = Choice(rawValue: text) else { throw AuthConfiguration.configError(name, problem) }
+        value = choice
+    }
+
     /// A switch (AUTH_GUEST, AUTH_EMAIL): `on` or `off`, in any case.
     func onOff(_ name: String) throws(AuthError) -> Bool? {
         guard let value = string(name) else { return nil }

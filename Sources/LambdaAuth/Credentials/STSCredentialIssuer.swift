@@ -31,18 +31,22 @@ public struct STSCredentialIssuer: CredentialIssuer {
         self.signingClock = signingClock
     }
 
-    /// From `AUTH_STS_ROLE_ARN`, `AUTH_USER_BUCKET`, `AUTH_CREDENTIALS_TTL`, `AUTH_STS_ENDPOINT`
-    /// (default: the regional endpoint) and the `AWS_*` region and credentials.
-    public init(configuration: AuthConfiguration, http: (any HTTPClient)? = nil, signingClock: any WallClock = SystemClock()) throws(AuthError) {
-        guard let roleARN = configuration.stsRoleARN else {
-            throw AuthError(.configError, "AUTH_STS_ROLE_ARN is required with AUTH_CREDENTIALS=sts")
-        }
-        guard let bucket = configuration.userBucket else {
-            throw AuthError(.configError, "AUTH_USER_BUCKET is required with AUTH_CREDENTIALS=sts")
-        }
-        let (region, credentials) = try AWSEnvironment.require(configuration, for: "AUTH_CREDENTIALS=sts")
-        self.init(roleARN: roleARN, bucket: bucket, durationSeconds: configuration.credentialsTTL,
-                  endpoint: configuration.stsEndpoint ?? "https://sts.\(region).amazonaws.com", region: region,
+    /// What `AUTH_CREDENTIALS=sts` reads: `AUTH_STS_ROLE_ARN`, `AUTH_USER_BUCKET`, `AUTH_CREDENTIALS_TTL`,
+    /// `AUTH_STS_ENDPOINT` (nil: the regional endpoint) and the `AWS_*` region and credentials.
+    public struct Settings: Sendable {
+        public var roleARN, bucket: String
+        public var durationSeconds: Int64
+        public var endpoint, region: String?
+        public var credentials: AWSCredentials?
+    }
+
+    /// A missing region or AWS credentials is a CONFIG_ERROR, thrown by the first issue (the
+    /// token service builds its issuer on first use), not at start.
+    public init(settings: Settings, http: (any HTTPClient)? = nil, signingClock: any WallClock = SystemClock()) throws(AuthError) {
+        let (region, credentials) = try AWSEnvironment.require(region: settings.region, credentials: settings.credentials,
+                                                               for: "AUTH_CREDENTIALS=sts")
+        self.init(roleARN: settings.roleARN, bucket: settings.bucket, durationSeconds: settings.durationSeconds,
+                  endpoint: settings.endpoint ?? "https://sts.\(region).amazonaws.com", region: region,
                   credentials: credentials, http: http ?? STSCredentialIssuer.sharedHTTPClient, signingClock: signingClock)
     }
 

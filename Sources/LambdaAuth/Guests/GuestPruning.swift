@@ -21,11 +21,8 @@ public enum GuestPruning {
         }
     }
 
-    public static func prune(configuration: AuthConfiguration, logger: Logger) throws(AuthError) -> Report {
-        let now = configuration.clock.nowSeconds
-        let everything = try makeTable(configuration, clock: FixedClock(0))
-        let store = AccountStore(table: everything, refreshTokenTTL: configuration.refreshTokenTTL, guestTTL: configuration.guestTTL,
-                                 revocationRetention: configuration.revocationRetention)
+    /// `store`: over the table as it physically is; `now`: the real clock's.
+    static func prune(store: AccountStore, now: Int64, logger: Logger) throws(AuthError) -> Report {
         let deletion = AccountDeletion(store: store, retry: OptimisticRetry(sleeper: SystemSleeper(), random: SystemRandomSource()))
         let expired = { (profile: UserProfile) in profile.isGuest && profile.guestExpiresAt.map { $0 < now } == true }
 
@@ -36,7 +33,7 @@ public enum GuestPruning {
         repeat {
             let page: QueryPage
             do {
-                page = try everything.scan(limit: nil, exclusiveStartKey: start)
+                page = try store.table.scan(limit: nil, exclusiveStartKey: start)
             } catch {
                 throw error.authError
             }

@@ -75,7 +75,7 @@ public struct VerifiedIdentity: Sendable {
     }
 }
 
-/// Verifies Google and Apple ID tokens, and those of the OpenID Connect providers configured in
+/// Verifies the ID tokens of OpenID Connect providers: Google's and Apple's presets and those configured in
 /// AUTH_OIDC_PROVIDERS (contract sections 2, 5 and 14). One instance per process: it holds each
 /// provider's parsed keys, so a warm verification costs one signature check plus parsing, with
 /// no I/O.
@@ -95,12 +95,8 @@ public struct VerifiedIdentity: Sendable {
 ///    (TOKEN_NOT_YET_VALID), `nonce` (NONCE_REQUIRED, NONCE_MISMATCH), `sub` (MALFORMED_TOKEN).
 public final class IDTokenVerifier: Sendable {
     struct ProviderState: Sendable {
+        let settings: OIDCProviderSettings
         let issuers: IssuerRule
-        let audiences: [String]
-        let algorithms: [JWSAlgorithm]
-        /// nil: AUTH_REQUIRE_NONCE.
-        let requireNonce: Bool?
-        let emailVerified: OIDCProviderSettings.EmailVerifiedPolicy
         let keys: Result<ProviderKeyCache, AuthError>
     }
 
@@ -108,58 +104,41 @@ public final class IDTokenVerifier: Sendable {
     /// keyed by a type of our own costs each process.
     let providers: [(name: ProviderName, state: ProviderState)]
     let clockSkew: Int64
-    let requireNonce: Bool
     let clock: any WallClock
 
-    /// The providers configured in AUTH_OIDC_PROVIDERS, in their order: the names a request may
-    /// give besides the built-in ones (`ProviderRegistry` makes an entry of each).
-    public let configuredProviders: [ProviderName]
+    /// The providers configured in AUTH_OIDC_PROVIDERS, in their order: those besides the presets.
+    public var configuredProviders: [ProviderName] { providers.map(\.name).filter { !$0.isBuiltIn } }
 
-    public init(configuration: AuthConfiguration, httpClient: any HTTPClient, clock: any WallClock, logger: Logger) {
-        var providers: [(name: ProviderName, state: ProviderState)] = []
-        for name in ProviderName.idTokenProviders {
-            let settings = configuration.provider(name)
-            let variable = "AUTH_\(name.rawValue.uppercased())_JWKS_URL"
-            let keys: Result<ProviderKeyCache, AuthError>
-            do {
-                let source = try JWKSLocation(settings.jwksURL, variable: variable).source(client: httpClient)
-                keys = .success(ProviderKeyCache(provider: KeySetName(name.rawValue), source: source, cacheDirectory: configuration.cacheDirectory,
-                                                 clock: clock, logger: logger))
-            } catch {
-                keys = .failure(error)
-            }
-            providers.append((name, ProviderState(issuers: .exact(name.issuers), audiences: settings.audiences, algorithms: [.rs256],
-                                                  requireNonce: nil, emailVerified: .claim, keys: keys)))
-        }
-        for settings in configuration.oidcProviders {
+    /// `providers`: Google's and Apple's presets and the configured ones (`AuthConfiguration.identityProviders`);
+    /// `cacheDirectory`: where fetched key sets are kept between processes.
+    public init(providers settings: [OIDCProviderSettings], clockSkew: Int64, cacheDirectory: String, httpClient: any HTTPClient,
+                clock: any WallClock, logger: Logger) {
+        providers = settings.map { settings in
             let keySet = KeySetName(settings.name.rawValue)
-            let source: any JWKSSource
-            if let jwksURI = settings.jwksURI {
-                source = HTTPJWKSSource(url: jwksURI, client: httpClient)
-            } else {
-                source = DiscoveryJWKSSource(issuer: settings.issuer, discoveryURL: settings.discoveryURL, provider: keySet,
-                                             client: httpClient, cacheDirectory: configuration.cacheDirectory, clock: clock)
+            let keys = Result { () throws(AuthError) -> ProviderKeyCache in
+                let source: any JWKSSource
+                if let jwksURI = settings.jwksURI {
+                    source = try JWKSLocation(jwksURI, variable: settings.jwksVariable).source(client: httpClient)
+                } else {
+                    source = DiscoveryJWKSSource(issuer: settings.issuer, discoveryURL: settings.discoveryURL, provider: keySet,
+                                                 client: httpClient, cacheDirectory: cacheDirectory, clock: clock)
+                }
+                return ProviderKeyCache(provider: keySet, algorithms: settings.algorithms, source: source,
+                                        cacheDirectory: cacheDirectory, clock: clock, logger: logger)
             }
-            let keys = ProviderKeyCache(provider: keySet, algorithms: settings.algorithms, source: source,
-                                        cacheDirectory: configuration.cacheDirectory, clock: clock, logger: logger)
             let issuers: IssuerRule = settings.isMultiTenant ? .perTenant(pattern: settings.issuer, tenants: settings.tenants)
-                                                             : .exact([settings.issuer])
-            providers.append((settings.name, ProviderState(issuers: issuers, audiences: settings.audiences, algorithms: settings.algorithms,
-                                                           requireNonce: settings.requireNonce, emailVerified: settings.emailVerified,
-                                                           keys: .success(keys))))
+                                                             : .exact([settings.issuer] + settings.issuerAliases)
+            return (settings.name, ProviderState(settings: settings, issuers: issuers, keys: keys))
         }
-        self.providers = providers
-        configuredProviders = configuration.oidcProviders.map(\.name)
-        clockSkew = configuration.clockSkew
-        requireNonce = configuration.requireNonce
+        self.clockSkew = clockSkew
         self.clock = clock
     }
 
     /// Every check, then the identity the token proves: for Google, Apple or a configured provider.
     public func verify(_ token: String, provider: ProviderName, nonce: String?) throws(AuthError) -> VerifiedIdentity {
         let (claims, state) = try verifiedClaimsAndState(token, provider: provider)
-        try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: state.requireNonce ?? requireNonce)
-        return try VerifiedIdentity(provider: provider, claims: claims, emailVerified: state.emailVerified,
+        try IDTokenClaims.checkNonce(claims, requestNonce: nonce, requireNonce: state.settings.requireNonce)
+        return try VerifiedIdentity(provider: provider, claims: claims, emailVerified: state.settings.emailVerified,
                                     tenant: state.issuers.tenant(of: claims))
     }
 
@@ -179,19 +158,19 @@ public final class IDTokenVerifier: Sendable {
             }
             throw AuthError(.unsupportedProvider, "\(provider.rawValue) is not a configured provider")
         }
-        guard !state.audiences.isEmpty else {
+        guard !state.settings.audiences.isEmpty else {
             throw AuthError(.providerNotConfigured,
                             "\(provider.rawValue) sign-in is not configured (AUTH_\(provider.rawValue.uppercased())_AUDIENCES is empty)")
         }
         let parsed = try JSONWebToken(parsing: token)
-        _ = try parsed.jws.checkAlgorithm(allowed: state.algorithms)
+        _ = try parsed.jws.checkAlgorithm(allowed: state.settings.algorithms)
         guard let keyID = parsed.jws.keyID, !keyID.isEmpty else {
             throw AuthError(.unknownKeyID, "the token has no kid")
         }
         try parsed.jws.verifySignature(with: state.keys.get().key(id: keyID))
         let claims = parsed.claims
         try state.issuers.check(claims)
-        try IDTokenClaims.checkAudience(claims, audiences: state.audiences)
+        try IDTokenClaims.checkAudience(claims, audiences: state.settings.audiences)
         try IDTokenClaims.checkTimes(claims, now: clock.now(), skew: clockSkew)
         return (claims, state)
     }

@@ -32,14 +32,14 @@ public enum HandlerCatalogue {
     public static let deleteAccount = HandlerEntry(name: "delete-account", routes: [
         .delete("/auth/account", guarded: true), .post("/auth/delete-account", guarded: true),
     ]) { services in
-        DeleteAccountHandler(flow: services.deleteAccount, providers: services.providers, testMode: services.configuration.testMode)
+        DeleteAccountHandler(flow: services.deleteAccount, providers: services.providers, testMode: services.testMode)
     }
 
     public static let wellKnown = HandlerEntry(name: "well-known", routes: [
         .get("/.well-known/openid-configuration"), .get("/.well-known/jwks.json"), .get("/.well-known/revocations"),
     ]) { services in
         let publisher = services.revocationPublisher
-        return WellKnownHandler(documents: DiscoveryDocuments(issuer: services.configuration.issuer),
+        return WellKnownHandler(documents: services.discoveryDocuments,
                                 keys: { () throws(AuthError) in try services.accessTokenKeys() },
                                 revocations: { () throws(AuthError) in try publisher.document() })
     }
@@ -63,7 +63,7 @@ public enum HandlerCatalogue {
     /// No route: API Gateway invokes it in front of the routes the template guards, when its
     /// `Authorizer` parameter is `lambda`. One revocation list per process, kept warm.
     public static let authorizer = HandlerEntry(name: "authorizer", routes: []) { services in
-        AuthorizerHandler(rules: GatewayJWTRules(issuer: services.configuration.issuer, audiences: [services.configuration.accessTokenAudience]),
+        AuthorizerHandler(rules: services.accessTokenRules,
                           keys: { () throws(AuthError) in
                               // Each key's public JWK is derived once, when the key is loaded.
                               (try services.accessTokenKeys())?.keys.map(\.verificationKey) ?? []
@@ -78,7 +78,7 @@ public enum HandlerCatalogue {
         EventsHandler.orUnconfigured { () throws(AuthError) in try EventsHandler.fromEnvironment(environment) }
     }) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
         EventsHandler.orUnconfigured { () throws(AuthError) in
-            try EventsHandler(configuration: services.configuration, http: services.httpClient)
+            try services.eventsHandler()
         }
     }
 
@@ -111,8 +111,11 @@ public struct HandlerEntry: Sendable {
     }
 
     /// What `HandlerMain` runs: secrets, configuration and services from the environment, then
-    /// `compose`; or the entry's own factory.
-    public var factory: HandlerMain.Factory { ownFactory ?? Startup.handler(compose) }
+    /// `compose`; once per process under the Runtime API (a failure becomes `/runtime/init/error`),
+    /// once per event in stdin mode (the CONFIG_ERROR response); or the entry's own factory.
+    public var factory: HandlerMain.Factory {
+        ownFactory ?? { [compose] environment, logger in try compose(try AuthServices.start(environment: environment, logger: logger)) }
+    }
 
     /// `{"name", "routes": [{"method", "path", "guarded"}]}`, as `authctl handlers --json` prints it.
     public var json: JSONValue {
@@ -141,12 +144,4 @@ public struct HTTPRoute: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(method) \(path)" + (guarded ? " guarded" : "") }
 
     public var json: JSONValue { ["method": .string(method), "path": .string(path), "guarded": .bool(guarded)] }
-}
-
-extension AuthServices {
-    /// The email-code flow for a handler that uses it on some requests only: a flow that cannot
-    /// be built (`ses` without a region) fails those requests, not the handler's start.
-    var oneTimeCodesOnUse: Result<OneTimeCodeFlow, AuthError> {
-        Result { () throws(AuthError) in try oneTimeCodes }
-    }
 }

@@ -170,17 +170,3 @@ struct PasskeyFlow: SignInProvider {
         return proof
     }
 }
-
-extension AuthServices {
-    /// What an operator sees of a user's passkeys (`authctl users passkeys`): each passkey as
-    /// `list` shows it, with its transports. nil when there is no such user.
-    public func describePasskeys(_ userID: String) throws(AuthError) -> JSONValue? {
-        guard try store.user(userID) != nil else { return nil }
-        let passkeys = try PasskeyStore(table: table).passkeys(of: userID).map { passkey -> JSONValue in
-            guard case .object(var fields) = passkey.json else { return passkey.json }
-            fields["transports"] = .array(passkey.transports.map(JSONValue.string))
-            return .object(fields)
-        }
-        return ["userId": .string(userID), "passkeys": .array(passkeys)]
-    }
-}

@@ -1,6 +1,6 @@
-/// One OpenID Connect provider configured in AUTH_OIDC_PROVIDERS (contract section 14): Microsoft
-/// Entra ID, Okta, Auth0, Keycloak, Facebook Limited Login, …, each with its own issuer, audiences,
-/// keys and rules.
+/// One OpenID Connect provider: Google and Apple, preset (`presets`), and those configured in
+/// AUTH_OIDC_PROVIDERS (contract section 14): Microsoft Entra ID, Okta, Auth0, Keycloak, Facebook
+/// Limited Login, …, each with its own issuer, audiences, keys and rules.
 public struct OIDCProviderSettings: Sendable, Equatable {
     /// What `VerifiedIdentity.emailVerified` says for this provider's tokens.
     public enum EmailVerifiedPolicy: String, Sendable, CaseIterable {
@@ -19,6 +19,8 @@ public struct OIDCProviderSettings: Sendable, Equatable {
 
     public var name: ProviderName
     public var issuer: String
+    /// Other spellings of `issuer` its tokens may carry (Google documents `accounts.google.com` too).
+    public var issuerAliases: [String]
     public var audiences: [String]
     /// nil: read from the discovery document at `discoveryURL`.
     public var jwksURI: String?
@@ -28,11 +30,12 @@ public struct OIDCProviderSettings: Sendable, Equatable {
     /// The accepted `tid` values of a `{tenantid}` issuer; nil: every tenant.
     public var tenants: [String]?
 
-    public init(name: ProviderName, issuer: String, audiences: [String], jwksURI: String? = nil,
+    public init(name: ProviderName, issuer: String, issuerAliases: [String] = [], audiences: [String], jwksURI: String? = nil,
                 algorithms: [JWSAlgorithm] = [.rs256], emailVerified: EmailVerifiedPolicy = .claim,
                 requireNonce: Bool = false, tenants: [String]? = nil) {
         self.name = name
         self.issuer = issuer
+        self.issuerAliases = issuerAliases
         self.audiences = audiences
         self.jwksURI = jwksURI
         self.algorithms = algorithms
@@ -43,6 +46,27 @@ public struct OIDCProviderSettings: Sendable, Equatable {
 
     /// Whether `issuer` is Microsoft's multi-tenant form, matched against each token's `tid`.
     public var isMultiTenant: Bool { issuer.contains(OIDCProviderSettings.tenantPlaceholder) }
+
+    /// Google and Apple as their documentation gives them; `presets` adds what a deployment sets.
+    public static let google = OIDCProviderSettings(name: .google, issuer: "https://accounts.google.com", issuerAliases: ["accounts.google.com"],
+                                                    audiences: [], jwksURI: "https://www.googleapis.com/oauth2/v3/certs")
+    public static let apple = OIDCProviderSettings(name: .apple, issuer: "https://appleid.apple.com", audiences: [],
+                                                   jwksURI: "https://appleid.apple.com/auth/keys")
+
+    /// Google and Apple with AUTH_<NAME>_AUDIENCES (empty: PROVIDER_NOT_CONFIGURED at sign-in) and
+    /// AUTH_<NAME>_JWKS_URL (`jwksVariable`, which may also be file://: `AuthConfiguration.validateCombinations`).
+    static func presets(_ reader: EnvironmentReader, requireNonce: Bool) -> [OIDCProviderSettings] {
+        [google, apple].map { preset in
+            var settings = preset
+            settings.audiences = reader.list("AUTH_\(preset.name.rawValue.uppercased())_AUDIENCES")
+            settings.jwksURI = reader.string(preset.jwksVariable) ?? preset.jwksURI
+            settings.requireNonce = requireNonce
+            return settings
+        }
+    }
+
+    /// A preset's key-set variable; a configured provider's `jwksUri` was checked when parsed.
+    var jwksVariable: String { name.isBuiltIn ? "AUTH_\(name.rawValue.uppercased())_JWKS_URL" : OIDCProviderSettings.variable }
 
     /// OpenID Connect Discovery 1.0 §4: the issuer without its trailing `/`, then the well-known path.
     public var discoveryURL: String {

@@ -53,16 +53,6 @@ public struct ProviderName: RawRepresentable, Sendable, CaseIterable, Hashable {
     /// Position among the built-ins; configured providers come after them.
     public var declarationIndex: Int { ProviderName.allCases.firstIndex(of: self) ?? ProviderName.allCases.count }
 
-    /// Accepted `iss` values of a built-in provider (Google documents both forms); a configured
-    /// provider's issuer is in its settings.
-    public var issuers: [String] {
-        switch self {
-        case .google: return ["https://accounts.google.com", "accounts.google.com"]
-        case .apple: return ["https://appleid.apple.com"]
-        default: return []
-        }
-    }
-
     /// A built-in provider by name (authctl's dev identity provider); requests go through the
     /// registry, which knows the configured ones too.
     public static func parse(_ name: String) throws(AuthError) -> ProviderName {

@@ -133,14 +133,3 @@ struct ProviderRegistry: Sendable {
         return provider
     }
 }
-
-extension AuthServices {
-    /// The registry every handler that takes a proof asks: Google, Apple, each configured OIDC
-    /// provider, email codes, guests, passkeys.
-    var providers: ProviderRegistry {
-        let idTokens = (ProviderName.idTokenProviders + verifier.configuredProviders).map { provider -> any SignInProvider in
-            IDTokenSignIn(provider: provider, verifier: verifier)
-        }
-        return ProviderRegistry(entries: idTokens + [EmailCodeSignIn(oneTimeCodes: oneTimeCodesOnUse), GuestSignIn(), passkeys])
-    }
-}

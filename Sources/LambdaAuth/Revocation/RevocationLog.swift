@@ -95,32 +95,3 @@ extension AccessTokenIssuer {
         }
     }
 }
-
-extension AuthServices {
-    /// The authorizer's view of the list: one per process, kept warm between invocations.
-    public func makeRevocationCache() -> RevocationCache {
-        RevocationCache(log: store.revocations, clock: clock)
-    }
-
-    /// Lists sessions as revoked now, 100 to a transaction, without ending anything: for the
-    /// bench's large lists only.
-    package func listRevokedSessions(_ sessionIDs: [String]) throws(AuthError) {
-        let entries = store.revocations.entries(sessionIDs: sessionIDs, now: clock.nowSeconds)
-        var start = 0
-        while start < entries.count {
-            let end = min(entries.count, start + AccountStore.transactionLimit)
-            if try table.transact(Array(entries[start..<end])) != nil { throw .internalError("listing revocations was cancelled") }
-            start = end
-        }
-    }
-
-    var revocationPublisher: RevocationPublisher {
-        RevocationPublisher(log: store.revocations, signer: { [tokens, logger] () throws(AuthError) -> AccessTokenIssuer in
-            // Creating the dev key here is what a first sign-in would do: a list must be signed.
-            guard let issuer = try tokens.accessTokenIssuer(create: true, logger: logger) else {
-                throw .internalError("no access-token signing key")
-            }
-            return issuer
-        }, clock: clock)
-    }
-}

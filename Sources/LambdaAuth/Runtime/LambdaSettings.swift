@@ -27,12 +27,7 @@ public struct LambdaSettings: Sendable {
             settings.logLevel = value
         }
         settings.testMode = try reader.bool("AUTH_TEST_MODE") ?? false
-        if let mode = reader.string("AUTH_METRICS") {
-            guard let value = EmbeddedMetrics.Mode(rawValue: mode) else {
-                throw AuthConfiguration.configError("AUTH_METRICS", "must be off or emf")
-            }
-            settings.metrics = value
-        }
+        try reader.choice("AUTH_METRICS", "must be off or emf", into: &settings.metrics)
         if let namespace = reader.string("AUTH_METRICS_NAMESPACE") {
             guard EmbeddedMetrics.isValidNamespace(namespace) else {
                 throw AuthConfiguration.configError("AUTH_METRICS_NAMESPACE", "must be 1 to 255 of A-Z a-z 0-9 . - _ / # : and space, not starting with AWS/")

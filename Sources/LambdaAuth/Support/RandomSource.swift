@@ -36,3 +36,8 @@ extension RandomSource {
         Base64.urlEncoded(bytes((bits + 7) / 8))
     }
 }
+
+/// Random identifiers for users, sessions and token items: 128 bits, lowercase base32.
+func newIdentifier(_ random: any RandomSource) -> String {
+    Base32.encode(random.bytes(16)).lowercased()
+}

@@ -61,7 +61,7 @@ public final class LocalHTTPAPI: Sendable {
             }
         }
         self.routes = routes
-        authorizer = GatewayAuthorizer(issuer: services.configuration.issuer, audiences: [services.configuration.accessTokenAudience]) {
+        authorizer = GatewayAuthorizer(issuer: services.accessTokenRules.issuer, audiences: services.accessTokenRules.audiences) {
             let keys = (try? services.accessTokenKeys())??.keys ?? []
             return keys.map { JSONWebKey(keyID: $0.keyID, material: $0.signingKey.publicMaterial) }
         }

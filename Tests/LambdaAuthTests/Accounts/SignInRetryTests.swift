@@ -86,7 +86,7 @@ import Testing
         let clock = FixedClock(Double(TestIssuer().now))
         let table = LosingTable(LocalTable(directory: directory, clock: clock), losing: committing ? 1 : 4, committing: committing)
         let configuration = try AuthConfiguration.fromEnvironment(["AUTH_STORE": directory])
-        let tokens = CountingTokens(try TokenService(configuration: configuration, table: table, clock: clock, random: SystemRandomSource()))
+        let tokens = CountingTokens(TokenService(settings: configuration.tokenSettings, table: table, clock: clock, random: SystemRandomSource()))
         let store = AccountStore(table: table, refreshTokenTTL: 3600)
         let retry = OptimisticRetry(sleeper: NoSleep(), random: SystemRandomSource())
         let guests = GuestSignInFlow(tokens: tokens, store: store, clock: clock, random: SystemRandomSource(), limiter: TableRateLimiter(table: table),

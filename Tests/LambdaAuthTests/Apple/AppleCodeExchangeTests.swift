@@ -160,10 +160,10 @@ import Testing
         let userID = try #require(setup.signIn().responseBody?["user"]?["id"]?.stringValue)
         let services = try AuthServices(configuration: AuthConfiguration.fromEnvironment(setup.world.environment), logger: CapturedLog().logger)
         setup.apple.server.setUnavailable(true)
-        #expect(throws: AuthError.self) { try services.deleteUser(userID, logger: CapturedLog().logger) }
-        #expect(try services.describeUser(userID)?["user"] != nil, "nothing deleted")
+        #expect(throws: AuthError.self) { try services.administration.deleteUser(userID, logger: CapturedLog().logger) }
+        #expect(try services.administration.describeUser(userID)?["user"] != nil, "nothing deleted")
         setup.apple.server.setUnavailable(false)
-        #expect(try services.deleteUser(userID, logger: CapturedLog().logger))
+        #expect(try services.administration.deleteUser(userID, logger: CapturedLog().logger))
         #expect(setup.apple.server.revocations.count == 1)
     }
 }

@@ -5,7 +5,7 @@ import Testing
 @Suite struct AuthConfigurationTests {
     @Test func defaults() throws {
         let configuration = try AuthConfiguration.fromEnvironment([:])
-        #expect(configuration.google.audiences.isEmpty)
+        #expect(configuration.identityProviders.first { $0.name == .google }?.audiences.isEmpty == true)
         #expect(configuration.store == .local(directory: ".auth-store"))
         #expect(configuration.maxSessions == 5)
         #expect(configuration.refreshGrace == 30)
@@ -14,7 +14,7 @@ import Testing
 
     @Test func parsesAudienceLists() throws {
         let configuration = try AuthConfiguration.fromEnvironment(["AUTH_GOOGLE_AUDIENCES": "web, ios ,android,"])
-        #expect(configuration.google.audiences == ["web", "ios", "android"])
+        #expect(configuration.identityProviders.first { $0.name == .google }?.audiences == ["web", "ios", "android"])
     }
 
     @Test(arguments: [
@@ -35,7 +35,7 @@ import Testing
 
     @Test func loopbackHTTPIsAllowedForJWKS() throws {
         let configuration = try AuthConfiguration.fromEnvironment(["AUTH_GOOGLE_JWKS_URL": "http://127.0.0.1:8080/certs"])
-        #expect(configuration.google.jwksURL == "http://127.0.0.1:8080/certs")
+        #expect(configuration.identityProviders.first { $0.name == .google }?.jwksURI == "http://127.0.0.1:8080/certs")
     }
 
     /// The configuration's error for `environment`, with AUTH_SECRETS resolved first as a handler

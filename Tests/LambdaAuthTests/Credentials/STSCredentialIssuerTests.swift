@@ -20,7 +20,7 @@ import Testing
         environment["AUTH_USER_BUCKET"] = "photos-bucket"
         environment["AUTH_CREDENTIALS_TTL"] = "1800"
         environment["AUTH_SIGNING_KEY"] = AccessTokenKey.generate().pemRepresentation
-        let issuer = try STSCredentialIssuer(configuration: AuthConfiguration.fromEnvironment(environment))
+        let issuer = try STSCredentialIssuer(settings: #require(AuthConfiguration.fromEnvironment(environment).stsSettings))
         #expect(issuer.durationSeconds == 1800 && issuer.endpoint == moto.endpoint + "/")
         let now = SystemClock().nowSeconds
         let credentials = try issuer.issue(userID: "u_7Yq-2", now: now)
@@ -152,15 +152,16 @@ import Testing
     @Test func configurationNamesWhatIsMissing() throws {
         let base = ["AUTH_CREDENTIALS": "sts", "AUTH_STS_ROLE_ARN": STSCredentialIssuerTests.role, "AUTH_USER_BUCKET": "b",
                     "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"]
+        let settings = try #require(AuthConfiguration.fromEnvironment(base).stsSettings)
         do {
-            _ = try STSCredentialIssuer(configuration: AuthConfiguration.fromEnvironment(base))
+            _ = try STSCredentialIssuer(settings: settings)
             Issue.record("a missing AWS_REGION was accepted")
         } catch {
             #expect(error.code == .configError && error.message.contains("AWS_REGION"))
         }
         var regional = base
         regional["AWS_REGION"] = "eu-central-1"
-        #expect(try STSCredentialIssuer(configuration: AuthConfiguration.fromEnvironment(regional)).endpoint == "https://sts.eu-central-1.amazonaws.com/")
+        #expect(try STSCredentialIssuer(settings: #require(AuthConfiguration.fromEnvironment(regional).stsSettings)).endpoint == "https://sts.eu-central-1.amazonaws.com/")
     }
 
     static func success(token: String) -> String {

@@ -16,7 +16,8 @@ final class IDTokenVerifierTests {
         let url = TestJWKS.file(jwks ?? issuer.jwks, in: directory)
         let configuration = try AuthConfiguration.fromEnvironment(
             VerifierEnvironment.make(googleJWKS: url, cacheDirectory: directory, extra: extra))
-        return IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(),
+        return IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                               httpClient: CurlHTTPClient(),
                                clock: FixedClock(now ?? Double(issuer.now)), logger: log.logger)
     }
 
@@ -271,7 +272,8 @@ final class IDTokenVerifierTests {
     @Test func aMissingJWKSFileIsJWKSUnavailable() throws {
         let configuration = try AuthConfiguration.fromEnvironment(
             VerifierEnvironment.make(googleJWKS: "file://\(directory)/absent.json", cacheDirectory: directory))
-        let verifier = IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(),
+        let verifier = IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                                       httpClient: CurlHTTPClient(),
                                        clock: FixedClock(Double(issuer.now)), logger: log.logger)
         let error = try failure(issuer.token(.google), verifier: verifier)
         #expect(error?.code == .jwksUnavailable)

@@ -68,8 +68,9 @@ final class OIDCProviderVerificationTests {
         let environment = VerifierEnvironment.make(
             googleJWKS: TestJWKS.file(identityProvider.jwks, in: directory), cacheDirectory: directory,
             extra: extra.merging(["AUTH_OIDC_PROVIDERS": JSONValue.array(entries).serialized()]) { $1 })
-        return IDTokenVerifier(configuration: try AuthConfiguration.fromEnvironment(environment), httpClient: CurlHTTPClient(),
-                               clock: clock, logger: log.logger)
+        let configuration = try AuthConfiguration.fromEnvironment(environment)
+        return IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                               httpClient: CurlHTTPClient(), clock: clock, logger: log.logger)
     }
 
     /// A token of `provider`, issued now on the manual clock, valid for a day.

@@ -75,10 +75,10 @@ import Testing
         let listed = try Self.passkey(world, ["action": "list", "accessToken": .string(session.accessToken)])
         #expect(listed["passkeys"]?.arrayValue?.map { $0["id"] } == [.string(passkeyID)])
         #expect(listed["passkeys"]?.arrayValue?.first?["name"] == "Laptop")
-        let described = try #require(try world.inProcess().services.describePasskeys(session.userID))
+        let described = try #require(try world.inProcess().services.administration.describePasskeys(session.userID))
         #expect(described["passkeys"]?.arrayValue?.first?["transports"] == ["internal"])
         #expect(described["passkeys"]?.arrayValue?.first?["id"] == .string(passkeyID))
-        #expect(try world.inProcess().services.describePasskeys("nobody") == nil)
+        #expect(try world.inProcess().services.administration.describePasskeys("nobody") == nil)
         let excluded = try Self.passkey(world, ["action": "register-options", "accessToken": .string(session.accessToken)])
         #expect(excluded["publicKey"]?["excludeCredentials"]?.arrayValue?.first?["id"] == .string(Base64.urlEncoded(authenticator.credentialID)))
 

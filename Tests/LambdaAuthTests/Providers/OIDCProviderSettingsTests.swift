@@ -16,6 +16,22 @@ import Testing
         #expect(try Self.configuration("[]").oidcProviders.isEmpty)
     }
 
+    /// Google and Apple are the same settings, preset and read from their own variables, ahead of
+    /// the configured providers in the one list the verifier takes.
+    @Test func googleAndAppleArePresetsAheadOfTheConfiguredOnes() throws {
+        let configuration = try Self.configuration("[\(Self.okta)]", ["AUTH_GOOGLE_AUDIENCES": "web, ios", "AUTH_REQUIRE_NONCE": "true",
+                                                                       "AUTH_APPLE_JWKS_URL": "file:///tmp/apple-keys.json"])
+        #expect(configuration.identityProviders.map(\.name.rawValue) == ["google", "apple", "okta"])
+        #expect(configuration.oidcProviders.map(\.name.rawValue) == ["okta"])
+        let google = configuration.identityProviders[0], apple = configuration.identityProviders[1]
+        #expect(google.issuer == "https://accounts.google.com" && google.issuerAliases == ["accounts.google.com"])
+        #expect(google.audiences == ["web", "ios"] && google.jwksURI == "https://www.googleapis.com/oauth2/v3/certs")
+        #expect(apple.issuer == "https://appleid.apple.com" && apple.issuerAliases.isEmpty && apple.audiences.isEmpty)
+        #expect(apple.jwksURI == "file:///tmp/apple-keys.json")
+        #expect(google.requireNonce && apple.requireNonce && google.algorithms == [.rs256] && apple.emailVerified == .claim)
+        #expect(try !AuthConfiguration.fromEnvironment([:]).identityProviders[0].requireNonce)
+    }
+
     @Test func aMinimalEntryTakesTheDefaults() throws {
         let providers = try Self.configuration("[\(Self.okta)]").oidcProviders
         let okta = try #require(providers.first)

@@ -63,7 +63,8 @@ import Testing
         es256["kid"] = "a3"
         let url = TestJWKS.file(TestJWKS.document([.object(es256), TestIssuer().jwk]), in: directory)
         let configuration = try AuthConfiguration.fromEnvironment(VerifierEnvironment.make(googleJWKS: url, cacheDirectory: directory))
-        let verifier = IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(),
+        let verifier = IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                                       httpClient: CurlHTTPClient(),
                                        clock: FixedClock(RFC7515Vectors.expiry - 10), logger: CapturedLog().logger)
         for token in [RFC7515Vectors.es256Token,
                       TokenForge.replacing(part: 0, of: RFC7515Vectors.es256Token, with: TokenForge.part(#"{"alg":"ES256","kid":"a3"}"#))] {

@@ -39,7 +39,8 @@ final class JWKSCacheTests {
     func verifier() throws -> IDTokenVerifier {
         let configuration = try AuthConfiguration.fromEnvironment(
             VerifierEnvironment.make(googleJWKS: server.baseURL + "/oauth2/v3/certs", cacheDirectory: directory))
-        return IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(), clock: clock, logger: log.logger)
+        return IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                               httpClient: CurlHTTPClient(), clock: clock, logger: log.logger)
     }
 
     func token(_ signer: TestIssuer? = nil, kid: String? = nil) -> String {
@@ -302,7 +303,8 @@ final class JWKSCacheTests {
     @Test func anUnwritableCacheDirectoryOnlyCostsFetches() throws {
         let configuration = try AuthConfiguration.fromEnvironment(
             VerifierEnvironment.make(googleJWKS: server.baseURL + "/certs", cacheDirectory: "/proc/no-such-dir"))
-        let verifier = IDTokenVerifier(configuration: configuration, httpClient: CurlHTTPClient(), clock: clock, logger: log.logger)
+        let verifier = IDTokenVerifier(providers: configuration.identityProviders, clockSkew: configuration.clockSkew, cacheDirectory: configuration.cacheDirectory,
+                                       httpClient: CurlHTTPClient(), clock: clock, logger: log.logger)
         #expect(code(verifier, token()) == nil)
         #expect(code(verifier, token()) == nil)
         #expect(server.requestCount == 1)
