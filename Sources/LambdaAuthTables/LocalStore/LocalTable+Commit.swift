@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -103,7 +104,7 @@ extension LocalTable {
                 cachedLog = nil
             }
         } else if log.validEnd > checkpointThreshold {
-            dueStores.add(directory: directory, clock: clock, checkpointThreshold: checkpointThreshold)
+            dueStores.add(directory: directory, clock: clock, schema: schema, checkpointThreshold: checkpointThreshold)
         }
         return result
     }

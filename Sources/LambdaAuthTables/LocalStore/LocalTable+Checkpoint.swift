@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,13 +85,13 @@ extension LocalTable {
         for (exactPartitionKey, changes) in byPartition {
             let partitionKey = exactPartitionKey.value
             let path = layout.partitionPath(partitionKey)
-            let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
+            let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey, layout)
             var segments: [String: KeyedPartition] = [:]
-            for prefix in StoreLayout.segmentPrefixes {
+            for prefix in layout.segmentPrefixes {
                 segments[prefix] = try StoreReader.segment(layout, partitionKey: partitionKey, prefix)
             }
             func storedItem(_ sortKey: String) throws(TableError) -> Item? {
-                if let prefix = StoreLayout.segment(ofSortKey: sortKey), let segment = segments[prefix] { return try segment.item(sortKey: sortKey) }
+                if let prefix = layout.segment(ofSortKey: sortKey), let segment = segments[prefix] { return try segment.item(sortKey: sortKey) }
                 return try stored.item(sortKey: sortKey)
             }
             var changedBySortKey: [String?: [ExactString: Item?]] = [:]
@@ -100,7 +101,7 @@ extension LocalTable {
                     indexChanges[ExactString(oldEntry.partitionKey), default: ([], [])].removed.insert(key)
                 }
                 if let newEntry { indexChanges[ExactString(newEntry.partitionKey), default: ([], [])].added.insert(key) }
-                changedBySortKey[StoreLayout.segment(ofSortKey: key.sk), default: [:]][ExactString(key.sk)] = .some(item)
+                changedBySortKey[layout.segment(ofSortKey: key.sk), default: [:]][ExactString(key.sk)] = .some(item)
             }
             func rewrite(_ path: String, _ base: KeyedPartition, _ changes: [ExactString: Item?]) throws(TableError) {
                 let rewritten = base.applying(changes, partitionKey: partitionKey, now: now)
@@ -111,8 +112,8 @@ extension LocalTable {
             // never leaves a family's items out of both files (a segment file, once there,
             // holds its family alone; see StoreReader.partition).
             var movedOut = false
-            for prefix in StoreLayout.segmentPrefixes {
-                let family = stored.filtered { StoreLayout.segment(ofSortKey: $0.sk) == prefix }
+            for prefix in layout.segmentPrefixes {
+                let family = stored.filtered { layout.segment(ofSortKey: $0.sk) == prefix }
                 movedOut = movedOut || !family.isEmpty
                 let changes = changedBySortKey[prefix] ?? [:]
                 if let segment = segments[prefix] {
@@ -123,7 +124,7 @@ extension LocalTable {
             }
             let ownChanges = changedBySortKey[nil] ?? [:]
             if !ownChanges.isEmpty || movedOut {
-                try rewrite(path, stored.filtered { StoreLayout.segment(ofSortKey: $0.sk) == nil }, ownChanges)
+                try rewrite(path, stored.filtered { layout.segment(ofSortKey: $0.sk) == nil }, ownChanges)
             }
         }
         for (indexKey, change) in indexChanges {
