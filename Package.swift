@@ -135,7 +135,7 @@ let package = Package(
             dependencies: ["LambdaAuth", "LambdaAuthTables", "LambdaAuthTooling", "LambdaAuthTestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         // Mirrors Sources/LambdaAuthTables; most tests open the tables as the product does (its
-        // layout, moto, authctl's store commands), hence LambdaAuth and the test support.
+        // layout, moto, flow worlds, worker processes), hence LambdaAuth and the test support.
         .testTarget(
             name: "LambdaAuthTablesTests",
             dependencies: ["LambdaAuthTables", "LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport",
