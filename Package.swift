@@ -52,10 +52,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The DynamoDB-shaped table (interface, local store, DynamoDB over an injected transport,
+        // expressions) and nothing of the product: the opener gives the index name, the segment
+        // families and the transport; its errors are its own. Below it only the verifier's
+        // Support/ (JSON, base64, clock, files) and SHA-256 (docs/source-layout.md).
+        .target(
+            name: "LambdaAuthTables",
+            dependencies: [
+                "LambdaAuthVerifier",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "LambdaAuth",
             dependencies: [
                 "LambdaAuthVerifier",
+                "LambdaAuthTables",
                 "CCurl",
                 "CGlibcCompat",
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -122,7 +134,14 @@ let package = Package(
         .executableTarget(name: "table-worker", dependencies: ["LambdaAuth"], path: "Tests/TableWorker"),
         .testTarget(
             name: "LambdaAuthTests",
-            dependencies: ["LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["LambdaAuth", "LambdaAuthTables", "LambdaAuthTooling", "LambdaAuthTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
+        // Mirrors Sources/LambdaAuthTables; most tests open the tables as the product does (its
+        // layout, moto, flow worlds, worker processes), hence LambdaAuth and the test support.
+        .testTarget(
+            name: "LambdaAuthTablesTests",
+            dependencies: ["LambdaAuthTables", "LambdaAuth", "LambdaAuthTooling", "LambdaAuthTestSupport",
+                           .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "LambdaAuthVerifierTests",

@@ -4,7 +4,7 @@ import Synchronization
 /// `1.1`, `X-Amz-Target: <prefix><Operation>`), the protocol of DynamoDB, Secrets Manager and SSM:
 /// signed with SigV4, retried with capped, jittered backoff on what may succeed later, and error
 /// answers parsed into `AWSServiceError`. What an error means is the service client's business
-/// (DynamoDBClient maps them to `TableError`).
+/// (the DynamoDB transport hands them to LambdaAuthTables, which maps them to `TableError`).
 ///
 /// Retried (at most `retryPolicy.maximumRetries` times): connection failures and timeouts, any
 /// 5xx, the error types the service lists as retryable, and what its `isRetryable` accepts. Every

@@ -41,7 +41,7 @@ public enum ItemEvents {
     // MARK: - What the events of an item kind read
 
     /// The attributes an item kind's events read; nil for a kind that publishes nothing. The
-    /// local store's change log keeps these and nothing else (LocalStore/ChangeLog.swift), so no
+    /// local store's change log keeps these and nothing else (`LocalStoreSchema.lambdaAuth`), so no
     /// secret an item holds (a sealed provider token, a token's hash, a session's family key, a
     /// code's hash, a dev key) is copied into it: no event needs one, and `authctl keys reseal`
     /// and an account's erasure would otherwise have to find every copy there.
@@ -62,12 +62,7 @@ public enum ItemEvents {
     /// publishes nothing or nothing it reads changed (as DynamoDB Streams gives no record for a
     /// write that changed nothing).
     static func readable(_ change: ItemChange) -> ItemChange? {
-        guard let names = readAttributes(of: change.key) else { return nil }
-        var change = change
-        change.oldImage = change.oldImage.map { $0.filter { names.contains($0.key) } }
-        change.newImage = change.newImage.map { $0.filter { names.contains($0.key) } }
-        if let old = change.oldImage, let new = change.newImage, old == new { return nil }
-        return change
+        readAttributes(of: change.key).flatMap(change.keeping)
     }
 
     // MARK: - One function per item kind

@@ -15,8 +15,8 @@ import Testing
     static func expectedTransactWrites(_ fault: String) -> ClosedRange<Int> { fault == "dropped connection" ? 4...5 : 4...4 }
 
     static let faults: [(String, LoopbackHTTPServer.Response)] = [
-        ("throttled", DynamoDBFaultTests.error("ProvisionedThroughputExceededException")),
-        ("internal error", DynamoDBFaultTests.error("InternalServerError", status: 500)),
+        ("throttled", LoopbackHTTPServer.Response.dynamoDBError("ProvisionedThroughputExceededException")),
+        ("internal error", LoopbackHTTPServer.Response.dynamoDBError("InternalServerError", status: 500)),
         ("dropped connection", .drop),
     ]
 

@@ -1,5 +1,6 @@
 import Crypto
 @testable import LambdaAuth
+@testable import LambdaAuthTables
 import LambdaAuthTestSupport
 import LambdaAuthTooling
 import Logging

@@ -1,4 +1,5 @@
 @testable import LambdaAuth
+@testable import LambdaAuthTables
 import LambdaAuthTestSupport
 import Testing
 
@@ -49,7 +50,7 @@ import Testing
     @Test func recordsSurviveCheckpointsInOrderAndOnce() throws {
         let directory = TestSupport.temporaryDirectory("change-log")
         defer { TestSupport.removeTree(directory) }
-        let table = LocalTable(directory: directory, clock: SystemClock(), checkpointThreshold: 512)
+        let table = LocalTable(directory: directory, clock: SystemClock(), schema: .lambdaAuth, checkpointThreshold: 512)
         for round in 0..<40 {
             let key = TableKey(pk: "USER#u\(round % 3)", sk: "SESSION#s\(round)")
             try table.putItem(key.item.merging(["status": .s("ACTIVE"), "pad": .s(String(repeating: "x", count: 100))]) { $1 })

@@ -1,4 +1,5 @@
 @testable import LambdaAuth
+@testable import LambdaAuthTables
 import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Synchronization

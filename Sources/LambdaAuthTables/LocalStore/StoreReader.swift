@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,11 +16,11 @@ struct StoreReader {
         switch try overlay.lookup(key) {
         case .changed(let item): return item
         case .unchanged:
-            if let prefix = StoreLayout.segment(ofSortKey: key.sk),
+            if let prefix = layout.segment(ofSortKey: key.sk),
                let segment = try StoreReader.segment(layout, partitionKey: key.pk, prefix) {
                 return try segment.item(sortKey: key.sk)
             }
-            return try StoreReader.keyedPartition(layout.partitionPath(key.pk), partitionKey: key.pk).item(sortKey: key.sk)
+            return try StoreReader.keyedPartition(layout.partitionPath(key.pk), partitionKey: key.pk, layout).item(sortKey: key.sk)
         }
     }
 
@@ -44,16 +45,16 @@ struct StoreReader {
         }
         func matches(_ sortKey: String) -> Bool { condition?.matches(sortKey) ?? true }
         var segmented: [String] = []
-        for prefix in StoreLayout.segmentPrefixes where condition?.mayMatch(prefix: prefix) ?? true {
+        for prefix in layout.segmentPrefixes where condition?.mayMatch(prefix: prefix) ?? true {
             guard let segment = try StoreReader.segment(layout, partitionKey: partitionKey, prefix) else { continue }
             segmented.append(prefix)
             try add(segment) { matches($0.sk) }
         }
-        let stored = try StoreReader.keyedPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey)
+        let stored = try StoreReader.keyedPartition(layout.partitionPath(partitionKey), partitionKey: partitionKey, layout)
         // A family whose segment file exists is held there alone (the partition file may still
         // hold its items from before the partition's first checkpoint with segments).
         try add(stored) { key in
-            matches(key.sk) && StoreLayout.segment(ofSortKey: key.sk).map(segmented.contains) != true
+            matches(key.sk) && layout.segment(ofSortKey: key.sk).map(segmented.contains) != true
         }
         for (_, item) in try overlay.changes(where: { $0.pk.sameBytes(as: partitionKey) && matches($0.sk) }) {
             if let item, !item.isExpired(now: now) { items.append(item) }
@@ -82,17 +83,17 @@ struct StoreReader {
         var partitionFiles: [[Item]] = []
         for name in try StoreReader.list(directory) where name.hasSuffix(".json") {
             let path = directory + "/" + name
-            if let prefix = StoreLayout.segmentPrefix(ofFileName: name) {
-                let items = try StoreReader.parsePartition(path, partitionKey: nil, segment: prefix)
+            if let prefix = layout.segmentPrefix(ofFileName: name) {
+                let items = try StoreReader.parsePartition(path, partitionKey: nil, segment: prefix, layout)
                 if let partitionKey = items.first?["PK"]?.stringValue { segmentFiles.insert(TableKey(pk: partitionKey, sk: prefix)) }
                 stored += items
             } else {
-                partitionFiles.append(try StoreReader.parsePartition(path, partitionKey: nil))
+                partitionFiles.append(try StoreReader.parsePartition(path, partitionKey: nil, layout))
             }
         }
         for items in partitionFiles {
             stored += items.filter { item in
-                guard let key = TableKey(item: item), let prefix = StoreLayout.segment(ofSortKey: key.sk) else { return true }
+                guard let key = TableKey(item: item), let prefix = layout.segment(ofSortKey: key.sk) else { return true }
                 return !segmentFiles.contains(TableKey(pk: key.pk, sk: prefix))
             }
         }
@@ -133,32 +134,32 @@ struct StoreReader {
 
     /// A partition file's items with their keys, parsed once per file version (see PartitionCache).
     /// Missing: an empty partition.
-    static func keyedPartition(_ path: String, partitionKey: String) throws(TableError) -> KeyedPartition {
-        try keyedPartition(path, FileIdentity(path), partitionKey: partitionKey, segment: nil)
+    static func keyedPartition(_ path: String, partitionKey: String, _ layout: StoreLayout) throws(TableError) -> KeyedPartition {
+        try keyedPartition(path, FileIdentity(path), partitionKey: partitionKey, segment: nil, layout)
     }
 
-    /// A segment's file (see `StoreLayout.segmentPrefixes`), or nil when it has none: then the
+    /// A segment's file (see `LocalStoreSchema.segmentPrefixes`), or nil when it has none: then the
     /// partition file holds that family's items, if any.
     static func segment(_ layout: StoreLayout, partitionKey: String, _ prefix: String) throws(TableError) -> KeyedPartition? {
         let path = layout.segmentPath(partitionKey, prefix)
         guard let identity = FileIdentity(path) else { return nil }
-        return try keyedPartition(path, identity, partitionKey: partitionKey, segment: prefix)
+        return try keyedPartition(path, identity, partitionKey: partitionKey, segment: prefix, layout)
     }
 
     private static func keyedPartition(_ path: String, _ identity: FileIdentity?, partitionKey: String,
-                                       segment: String?) throws(TableError) -> KeyedPartition {
+                                       segment: String?, _ layout: StoreLayout) throws(TableError) -> KeyedPartition {
         // No file: an empty partition, without an open that can only fail (a bulk import reads
         // three missing partitions per user before writing them).
         guard let identity else { return KeyedPartition([]) }
         if let cached = PartitionCache.shared.partition(path, identity) { return cached }
-        let partition = try parseKeyedPartition(path, partitionKey: partitionKey, segment: segment)
+        let partition = try parseKeyedPartition(path, partitionKey: partitionKey, segment: segment, layout)
         PartitionCache.shared.store(path, identity, partition)
         return partition
     }
 
     /// A partition's (or a segment's) file as keys, ttls and item texts (`DynamoJSON.partitionEntries`),
     /// checked as `parsePartition` checks it; each item parsed when it is first used.
-    static func parseKeyedPartition(_ path: String, partitionKey: String, segment: String?) throws(TableError) -> KeyedPartition {
+    static func parseKeyedPartition(_ path: String, partitionKey: String, segment: String?, _ layout: StoreLayout) throws(TableError) -> KeyedPartition {
         guard let bytes = try readBytes(path) else { return KeyedPartition([]) }
         let entries: [DynamoJSON.PartitionEntry]
         do {
@@ -172,7 +173,7 @@ struct StoreReader {
             guard let pk = entry.partitionKey?.stringValue, let sk = entry.sortKey?.stringValue else { break }
             keys.append(TableKey(pk: pk, sk: sk))
         }
-        try checkPlacement(path, keys: keys, count: entries.count, partitionKey: partitionKey, segment: segment)
+        try checkPlacement(path, keys: keys, count: entries.count, partitionKey: partitionKey, segment: segment, layout)
         let source = path
         return KeyedPartition(keys: keys, expiries: entries.map { Item.expiry(ttl: $0.ttl) },
                               items: entries.map { LazyItem(text: bytes[$0.text], source: source) })
@@ -180,7 +181,7 @@ struct StoreReader {
 
     /// A partition's file, or (`segment`: its prefix) one of its segments' files, checked: valid
     /// DynamoDB JSON, every item keyed, all in the partition (and segment) its name says.
-    static func parsePartition(_ path: String, partitionKey: String?, segment: String? = nil) throws(TableError) -> [Item] {
+    static func parsePartition(_ path: String, partitionKey: String?, segment: String? = nil, _ layout: StoreLayout) throws(TableError) -> [Item] {
         guard let bytes = try readBytes(path) else { return [] }
         let items: [Item]
         do {
@@ -188,23 +189,23 @@ struct StoreReader {
         } catch {
             throw .corrupted("\(path): \(error)")
         }
-        try checkPlacement(path, keys: items.compactMap(TableKey.init(item:)), count: items.count, partitionKey: partitionKey, segment: segment)
+        try checkPlacement(path, keys: items.compactMap(TableKey.init(item:)), count: items.count, partitionKey: partitionKey, segment: segment, layout)
         return items
     }
 
     /// Every one of a file's `count` items is keyed (`keys` holds them all) and belongs to the
     /// partition (and segment) the file's name says.
-    private static func checkPlacement(_ path: String, keys: [TableKey], count: Int, partitionKey: String?, segment: String?) throws(TableError) {
+    private static func checkPlacement(_ path: String, keys: [TableKey], count: Int, partitionKey: String?, segment: String?,
+                                       _ layout: StoreLayout) throws(TableError) {
         guard let expected = partitionKey ?? keys.first?.pk else {
             guard count == 0 else { throw .corrupted("\(path): holds items without PK/SK") }
             return
         }
-        let layout = StoreLayout(root: "")
         let name = segment.map { layout.segmentPath(expected, $0) } ?? layout.partitionPath(expected)
         guard keys.count == count, path.hasSuffix(String(name.dropFirst(layout.itemsRoot.utf8.count))),
               keys.allSatisfy({ key in
                   // A partition file written before segments may hold their families' items.
-                  key.pk.sameBytes(as: expected) && (segment == nil || StoreLayout.segment(ofSortKey: key.sk) == segment)
+                  key.pk.sameBytes(as: expected) && (segment == nil || layout.segment(ofSortKey: key.sk) == segment)
               }) else {
             throw .corrupted("\(path): holds items of another partition or segment, or items without PK/SK")
         }

@@ -1,4 +1,5 @@
 @testable import LambdaAuth
+@testable import LambdaAuthTables
 import LambdaAuthTestSupport
 import Testing
 
@@ -191,7 +192,7 @@ import Testing
         let samples = ["REFRESH#", "REFRESH#a", "REFRESH#f1.2", "REFRESH#\u{7F}", "REFRESH#é", "SESSION#", "SESSION#z"]
         let values = ["", "A", "Q", "R", "REFRESH", "REFRESH#", "REFRESH#a", "REFRESH#f", "REFRESH$", "S", "SESSION#", "SESSION#zz", "T", "é"]
         for condition in Self.everyCondition(of: values) {
-            for prefix in StoreLayout.segmentPrefixes where samples.contains(where: { $0.hasPrefix(prefix) && condition.matches($0) }) {
+            for prefix in LocalStoreSchema.lambdaAuth.segmentPrefixes where samples.contains(where: { $0.hasPrefix(prefix) && condition.matches($0) }) {
                 #expect(condition.mayMatch(prefix: prefix), "\(condition) matches a key of \(prefix)")
             }
         }

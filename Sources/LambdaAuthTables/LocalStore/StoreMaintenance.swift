@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 import Synchronization
 
 /// Work the local store leaves for a moment when nobody waits: the checkpoints that this
@@ -20,10 +21,10 @@ public enum StoreMaintenance {
 /// a store, so a process that only read never rewrites a file.
 final class DueStores: Sendable {
     static let shared = DueStores()
-    private let stores = Mutex<[String: (clock: any WallClock, checkpointThreshold: Int)]>([:])
+    private let stores = Mutex<[String: (clock: any WallClock, schema: LocalStoreSchema, checkpointThreshold: Int)]>([:])
 
-    func add(directory: String, clock: any WallClock, checkpointThreshold: Int) {
-        stores.withLock { $0[directory] = (clock, checkpointThreshold) }
+    func add(directory: String, clock: any WallClock, schema: LocalStoreSchema, checkpointThreshold: Int) {
+        stores.withLock { $0[directory] = (clock, schema, checkpointThreshold) }
     }
 
     var count: Int { stores.withLock { $0.count } }
@@ -36,7 +37,7 @@ final class DueStores: Sendable {
         var failures: [TableError] = []
         for (directory, store) in due {
             do throws(TableError) {
-                try LocalTable(directory: directory, clock: store.clock, checkpointThreshold: store.checkpointThreshold,
+                try LocalTable(directory: directory, clock: store.clock, schema: store.schema, checkpointThreshold: store.checkpointThreshold,
                                dueStores: self).checkpointIfDue()
             } catch {
                 failures.append(error)

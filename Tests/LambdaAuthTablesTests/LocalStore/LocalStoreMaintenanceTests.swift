@@ -1,4 +1,5 @@
 @testable import LambdaAuth
+@testable import LambdaAuthTables
 import LambdaAuthTestSupport
 import Testing
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTables
 import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing

@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -65,13 +66,14 @@ extension LocalTable {
         guard !batch.changes.isEmpty else { return result }
         var stamp: WriteAheadLog.ChangeStamp?
         if recordingChanges {
-            // The images before the commit: what a stream record's OldImage holds, for the kinds
-            // that publish and cut to what their events read (ChangeLog.swift says why). The
-            // flows read these items to decide the write, so they come from the caches.
+            // The images before the commit: what a stream record's OldImage holds, for the items
+            // the change log keeps, cut to what it keeps of them (the schema's `changeLog`;
+            // ChangeLog.swift says why). The caller read these items to decide the write, so
+            // they come from the caches.
             var oldImages: [Item?] = []
             oldImages.reserveCapacity(batch.changes.count)
             for (key, _) in batch.changes {
-                guard let names = ItemEvents.readAttributes(of: key) else {
+                guard let names = schema.changeLog.keptAttributes(key) else {
                     oldImages.append(nil)
                     continue
                 }
@@ -125,7 +127,7 @@ extension LocalTable {
                 cachedLog = nil
             }
         } else if log.validEnd > checkpointThreshold {
-            dueStores.add(directory: directory, clock: clock, checkpointThreshold: checkpointThreshold)
+            dueStores.add(directory: directory, clock: clock, schema: schema, checkpointThreshold: checkpointThreshold)
         }
         return result
     }

@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,17 +85,17 @@ extension LocalTable {
         for (exactPartitionKey, changes) in byPartition {
             let partitionKey = exactPartitionKey.value
             let path = layout.partitionPath(partitionKey)
-            let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey)
+            let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey, layout)
             // A family's segment file is looked for only where this checkpoint can touch it: a
             // change in the family, or family items still in the partition file to move out.
             var segments: [String: KeyedPartition] = [:]
-            let changedFamilies = Set(changes.compactMap { StoreLayout.segment(ofSortKey: $0.0.sk) })
-            for prefix in StoreLayout.segmentPrefixes
-            where changedFamilies.contains(prefix) || stored.keys.contains(where: { StoreLayout.segment(ofSortKey: $0.sk) == prefix }) {
+            let changedFamilies = Set(changes.compactMap { layout.segment(ofSortKey: $0.0.sk) })
+            for prefix in layout.segmentPrefixes
+            where changedFamilies.contains(prefix) || stored.keys.contains(where: { layout.segment(ofSortKey: $0.sk) == prefix }) {
                 segments[prefix] = try StoreReader.segment(layout, partitionKey: partitionKey, prefix)
             }
             func storedItem(_ sortKey: String) throws(TableError) -> Item? {
-                if let prefix = StoreLayout.segment(ofSortKey: sortKey), let segment = segments[prefix] { return try segment.item(sortKey: sortKey) }
+                if let prefix = layout.segment(ofSortKey: sortKey), let segment = segments[prefix] { return try segment.item(sortKey: sortKey) }
                 return try stored.item(sortKey: sortKey)
             }
             var changedBySortKey: [String?: [ExactString: Item?]] = [:]
@@ -104,7 +105,7 @@ extension LocalTable {
                     indexChanges[ExactString(oldEntry.partitionKey), default: ([], [])].removed.insert(key)
                 }
                 if let newEntry { indexChanges[ExactString(newEntry.partitionKey), default: ([], [])].added.insert(key) }
-                changedBySortKey[StoreLayout.segment(ofSortKey: key.sk), default: [:]][ExactString(key.sk)] = .some(item)
+                changedBySortKey[layout.segment(ofSortKey: key.sk), default: [:]][ExactString(key.sk)] = .some(item)
             }
             func rewrite(_ path: String, _ base: KeyedPartition, _ changes: [ExactString: Item?]) throws(TableError) {
                 let rewritten = base.applying(changes, partitionKey: partitionKey, now: now)
@@ -115,8 +116,8 @@ extension LocalTable {
             // never leaves a family's items out of both files (a segment file, once there,
             // holds its family alone; see StoreReader.partition).
             var movedOut = false
-            for prefix in StoreLayout.segmentPrefixes {
-                let family = stored.filtered { StoreLayout.segment(ofSortKey: $0.sk) == prefix }
+            for prefix in layout.segmentPrefixes {
+                let family = stored.filtered { layout.segment(ofSortKey: $0.sk) == prefix }
                 movedOut = movedOut || !family.isEmpty
                 let changes = changedBySortKey[prefix] ?? [:]
                 if let segment = segments[prefix] {
@@ -127,7 +128,7 @@ extension LocalTable {
             }
             let ownChanges = changedBySortKey[nil] ?? [:]
             if !ownChanges.isEmpty || movedOut {
-                try rewrite(path, stored.filtered { StoreLayout.segment(ofSortKey: $0.sk) == nil }, ownChanges)
+                try rewrite(path, stored.filtered { layout.segment(ofSortKey: $0.sk) == nil }, ownChanges)
             }
         }
         for (indexKey, change) in indexChanges {
@@ -139,7 +140,7 @@ extension LocalTable {
             try stage(path, keys.isEmpty ? nil : JSONValue.object(["Keys": .array(sorted.map { DynamoJSON.encode($0.item) })]).serializedBytes())
         }
         // Before the log empties: the sync below makes the change log durable with the partitions.
-        try ChangeLog.absorb(descriptor, path: layout.walPath, layout, erasing: wipingTheLog,
+        try ChangeLog.absorb(descriptor, path: layout.walPath, layout, schema.changeLog, erasing: wipingTheLog,
                              current: StoreReader(layout: layout, overlay: log.overlay, now: now))
         try syncStore()
         for (temporary, path) in replacements where rename(temporary, path) != 0 {

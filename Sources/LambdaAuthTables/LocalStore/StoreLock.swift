@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif

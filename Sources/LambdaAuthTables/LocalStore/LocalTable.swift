@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,7 @@ import Synchronization
 ///   partition is what a query reads, and ours are small (a user's profile, links, sessions,
 ///   tokens), so this keeps the store at one file per partition instead of one per item. The
 ///   families that grow with use (sessions, refresh tokens) are segments in files of their own
-///   (`<PK>~SESSION.json`, `StoreLayout.segmentPrefixes`), so that a sign-in's read of the
+///   (`<PK>~SESSION.json`, `LocalStoreSchema.segmentPrefixes`), so that a sign-in's read of the
 ///   profile and identities costs the same however many sessions the user has had.
 /// - `gsi1/<shard>/<GSI1PK>.json`: `{"Keys": [...]}`, the keys of the items with that GSI1PK. A
 ///   query re-checks each item's current GSI1PK, so a stale key (left by an interrupted
@@ -51,6 +52,8 @@ public final class LocalTable: Table, Sendable {
 
     public let directory: String
     let clock: any WallClock
+    /// The index's name and the segment families, as the opener gave them.
+    public let schema: LocalStoreSchema
     let layout: StoreLayout
     /// The part of the log this process has parsed. flock is per open file, so threads of one
     /// process serialise on this lock first.
@@ -61,26 +64,28 @@ public final class LocalTable: Table, Sendable {
     /// False only in `auth-bench`, to set the change log's cost beside a store without it.
     let recordsChanges: Bool
 
-    public convenience init(directory: String, clock: any WallClock) {
-        self.init(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold)
+    public convenience init(directory: String, clock: any WallClock, schema: LocalStoreSchema) {
+        self.init(directory: directory, clock: clock, schema: schema, checkpointThreshold: LocalTable.checkpointThreshold)
     }
 
     /// `auth-bench`'s store without change records: the same commits, minus the change log's
     /// share (the old images and the stamp in each log record), measured side by side.
-    package static func withoutChangeRecords(directory: String, clock: any WallClock) -> LocalTable {
-        LocalTable(directory: directory, clock: clock, checkpointThreshold: LocalTable.checkpointThreshold, recordsChanges: false)
+    package static func withoutChangeRecords(directory: String, clock: any WallClock, schema: LocalStoreSchema) -> LocalTable {
+        LocalTable(directory: directory, clock: clock, schema: schema, checkpointThreshold: LocalTable.checkpointThreshold,
+                   recordsChanges: false)
     }
 
     /// Tests use a small threshold so that checkpoints happen in the middle of everything, and
     /// their own `dueStores` to see which maintenance a write asked for.
-    init(directory: String, clock: any WallClock, checkpointThreshold: Int, dueStores: DueStores = .shared,
+    init(directory: String, clock: any WallClock, schema: LocalStoreSchema, checkpointThreshold: Int, dueStores: DueStores = .shared,
          recordsChanges: Bool = true) {
         self.directory = directory
         self.clock = clock
+        self.schema = schema
         self.checkpointThreshold = checkpointThreshold
         self.dueStores = dueStores
         self.recordsChanges = recordsChanges
-        layout = StoreLayout(root: directory)
+        layout = StoreLayout(root: directory, segmentPrefixes: schema.segmentPrefixes)
     }
 
     // MARK: - Table
@@ -134,8 +139,8 @@ public final class LocalTable: Table, Sendable {
         let onIndex: Bool
         switch request.indexName {
         case nil: onIndex = false
-        case Keys.tokenHashIndex?: onIndex = true
-        case let other?: throw .invalidRequest("unknown index \(other) (the table has \(Keys.tokenHashIndex))")
+        case schema.indexName?: onIndex = true
+        case let other?: throw .invalidRequest("unknown index \(other) (the table has \(schema.indexName))")
         }
         if let limit = request.limit, limit <= 0 { throw .invalidRequest("limit must be at least 1") }
         let condition = try ExpressionParser.keyCondition(request.keyCondition, request.attributes,

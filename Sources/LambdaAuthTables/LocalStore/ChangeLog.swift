@@ -1,25 +1,27 @@
+import LambdaAuthVerifier
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `<store>/changes`: the local store's DynamoDB Stream (contract section 22). One stream record
+/// `<store>/changes`: the local store's DynamoDB Stream. One stream record
 /// a line (`ItemChange.streamRecord`, view type NEW_AND_OLD_IMAGES), oldest first, bounded.
 ///
 /// Why this shape: a commit's change record rides in the commit's own log record (its `at`,
 /// `seq` and each item's `old` image, `WriteAheadLog.ChangeStamp`), so recording changes adds
 /// no write and no `fdatasync` to a commit. A checkpoint, which runs off the request path,
 /// moves the log's records here before it empties the log, inside the sync it does anyway.
-/// Readers (`authctl events tail`, `serve`) read this file and then the log's records not moved
+/// Readers (`LocalTable.changeRecords()`) read this file and then the log's records not moved
 /// yet, so they see every commit as soon as it is acknowledged.
 ///
-/// What it keeps: the records of the item kinds that publish events, their images cut to what
-/// those events read (`ItemEvents.readable`). A DynamoDB Stream carries every attribute of every
-/// item for 24 hours inside AWS; this file is on the developer's disk, and a copy of a sealed
-/// provider token, a token's hash or a session's family key here would outlive `authctl keys
-/// reseal` and an erasure, which promise that no such copy is left. The events are the same.
+/// What it keeps: what the opener's `ChangeLogFilter` (`LocalStoreSchema.changeLog`) keeps: some
+/// item kinds, their images cut to what the log's readers read. A DynamoDB Stream carries every
+/// attribute of every item for 24 hours inside AWS; this file is on the developer's disk, and a
+/// copy of a secret an item holds (a sealed token, a token's hash, a key) would outlive whatever
+/// promises that no such copy is left (re-encrypting the secrets, erasing an account).
 ///
 /// Bounded as DynamoDB bounds a stream (it keeps 24 hours): past `maximumBytes` the oldest half
-/// goes. An erasure (`eraseDeletedItems`) drops the records of the erased account's partitions.
+/// goes. An erasure (`eraseDeletedItems`) drops the records of the erased accounts' partitions
+/// and every record naming such an account (`ChangeLogFilter.accountSortKey`, `accountID`).
 enum ChangeLog {
     static let maximumBytes = 4 << 20
     static let sourceARN = "local:changes"
@@ -29,22 +31,22 @@ enum ChangeLog {
     // MARK: - Reading
 
     /// Every change the store still remembers, oldest first: the file's, then the log's.
-    static func read(_ layout: StoreLayout) throws(TableError) -> [ItemChange] {
+    static func read(_ layout: StoreLayout, _ filter: ChangeLogFilter) throws(TableError) -> [ItemChange] {
         guard let lock = try StoreLock.acquire(layout, exclusive: false) else { return [] }
         defer { lock.release() }
-        var changes = try fileChanges(layout)
+        var changes = try fileChanges(layout, filter)
         let last = changes.last?.orderingKey
         let descriptor = open(layout.walPath, O_RDONLY | O_CLOEXEC)
         if descriptor >= 0 {
             defer { close(descriptor) }
-            for change in try logChanges(descriptor, path: layout.walPath) where last.map({ change.orderingKey > $0 }) ?? true {
+            for change in try logChanges(descriptor, path: layout.walPath, filter) where last.map({ change.orderingKey > $0 }) ?? true {
                 changes.append(change)
             }
         }
         return changes
     }
 
-    static func fileChanges(_ layout: StoreLayout) throws(TableError) -> [ItemChange] {
+    static func fileChanges(_ layout: StoreLayout, _ filter: ChangeLogFilter) throws(TableError) -> [ItemChange] {
         let path = path(layout)
         let bytes: [UInt8]
         do {
@@ -58,18 +60,18 @@ enum ChangeLog {
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
             // A line cut by a crash mid-append was never part of an emptied log: the log still has it.
             guard let json = try? JSONValue.parse(Array(line)), let change = try? ItemChange(streamRecord: json) else { continue }
-            // Cut again: a file written before the log kept only what events read sheds the rest
-            // at its next rewrite (an erasure's, a reseal's).
-            if let readable = ItemEvents.readable(change) { changes.append(readable) }
+            // Cut again: a file written under a filter that kept more sheds the rest at its next
+            // rewrite (an erasure's, say).
+            if let kept = filter.kept(change) { changes.append(kept) }
         }
         return changes
     }
 
     /// The change records of the log's current generation, in commit order (a log of the first
     /// format, or records written before the change log existed, have none).
-    static func logChanges(_ descriptor: Int32, path: String) throws(TableError) -> [ItemChange] {
+    static func logChanges(_ descriptor: Int32, path: String, _ filter: ChangeLogFilter) throws(TableError) -> [ItemChange] {
         var changes: [ItemChange] = []
-        for payload in try logPayloads(descriptor, path: path) { changes += changesOf(payload: payload) }
+        for payload in try logPayloads(descriptor, path: path) { changes += changesOf(payload: payload, filter) }
         return changes
     }
 
@@ -92,16 +94,16 @@ enum ChangeLog {
         return payloads
     }
 
-    /// The stream records of one commit, of the kinds that publish and cut to what their events
-    /// read; none for a record without a stamp. A change that left its item as it was gives none,
+    /// The stream records of one commit, of the items the filter keeps and cut to what it keeps
+    /// of them; none for a record without a stamp. A change that left its item as it was gives none,
     /// as DynamoDB Streams gives none.
-    static func changesOf(payload: [UInt8]) -> [ItemChange] {
+    static func changesOf(payload: [UInt8], _ filter: ChangeLogFilter) -> [ItemChange] {
         guard let json = try? JSONValue.parse(payload), let at = json["at"]?.int64Value,
               let sequence = json["seq"]?.int64Value, let entries = json["changes"]?.arrayValue else { return [] }
         var changes: [ItemChange] = []
         for (index, entry) in entries.enumerated() {
             guard let keyJSON = entry["key"], let keyItem = try? DynamoJSON.decodeItem(keyJSON), let key = TableKey(item: keyItem),
-                  ItemEvents.readAttributes(of: key) != nil else { continue }
+                  filter.keptAttributes(key) != nil else { continue }
             let new = entry["item"].flatMap { try? DynamoJSON.decodeItem($0) }
             let old = entry["old"].flatMap { try? DynamoJSON.decodeItem($0) }
             // The index stays the item's place in the commit, so a record's id never depends on
@@ -110,8 +112,8 @@ enum ChangeLog {
             let sequenceNumber = String(sequence) + suffix
             guard let change = ItemChange(key: key, old: old, new: new, eventID: "local-" + sequenceNumber,
                                           sequenceNumber: sequenceNumber, committedAt: at),
-                  let readable = ItemEvents.readable(change) else { continue }
-            changes.append(readable)
+                  let kept = filter.kept(change) else { continue }
+            changes.append(kept)
         }
         return changes
     }
@@ -122,15 +124,15 @@ enum ChangeLog {
     /// of the erased partitions (`current` reads the store as the log leaves it). The
     /// checkpoint's sync that follows makes it durable; a crash before the log is emptied only
     /// means the next checkpoint finds them here already.
-    static func absorb(_ descriptor: Int32, path walPath: String, _ layout: StoreLayout, erasing: Bool,
-                       current: StoreReader) throws(TableError) {
-        let incoming = try logChanges(descriptor, path: walPath)
+    static func absorb(_ descriptor: Int32, path walPath: String, _ layout: StoreLayout, _ filter: ChangeLogFilter,
+                       erasing: Bool, current: StoreReader) throws(TableError) {
+        let incoming = try logChanges(descriptor, path: walPath, filter)
         guard !incoming.isEmpty || erasing else { return }
         let path = path(layout)
         let existing: [ItemChange]?
         let last: String?
         if erasing {
-            existing = try fileChanges(layout)
+            existing = try fileChanges(layout, filter)
             last = existing?.last?.orderingKey
         } else {
             existing = nil
@@ -140,24 +142,24 @@ enum ChangeLog {
         let size = fileSize(path)
         if var all = existing {
             all += fresh
-            // An account's deletion removes its PROFILE in the final transaction, with both sides
-            // of its links and its email claims; the earlier ones removed its other items. A
-            // deletion of leftovers whose PROFILE went earlier removes no PROFILE now: a removal
-            // in a partition without one is that. Any other removal (an unlink, a passkey's) is
-            // an event of a user who stays, and its records stay.
-            var erased = Set(all.filter { $0.kind == .remove && $0.key.sk == Keys.profile }.map(\.key.pk))
-            for pk in Set(fresh.filter { $0.kind == .remove }.map(\.key.pk)) where !erased.contains(pk) {
-                if try current.storedItem(TableKey(pk: pk, sk: Keys.profile)) == nil { erased.insert(pk) }
+            // An account's deletion removes its account item (`accountSortKey`) last, its other
+            // items earlier; a deletion of leftovers whose account item went earlier removes none
+            // now: a removal in a partition without one is that. Any other removal is a change of
+            // an account that stays, and its records stay.
+            var erased: Set<String> = []
+            if let accountSortKey = filter.accountSortKey {
+                erased = Set(all.filter { $0.kind == .remove && $0.key.sk == accountSortKey }.map(\.key.pk))
+                for pk in Set(fresh.filter { $0.kind == .remove }.map(\.key.pk)) where !erased.contains(pk) {
+                    if try current.storedItem(TableKey(pk: pk, sk: accountSortKey)) == nil { erased.insert(pk) }
+                }
             }
-            // No byte of an erased account may stay on disk (contract section 13), its id
-            // included: its records go, events and all, and so does any other record that names
-            // it. Only a user's own partition publishes, so that is a file written before the log
-            // kept only those kinds (the revocation list's entry for the deleted user, say).
-            // A reader that was following the log (`serve`, `events tail --follow`) has
-            // published them already.
-            let erasedUsers = Set(erased.compactMap(Keys.userID(partition:)))
+            // No byte of an erased account may stay on disk, its id included: its records go, and
+            // so does any other record that names it (a record of another partition kept before
+            // the filter left that partition's kind out, say). A reader that was following the
+            // log has read them already.
+            let erasedAccounts = Set(erased.compactMap(filter.accountID))
             let kept = all.filter { change in
-                !erased.contains(change.key.pk) && (erasedUsers.isEmpty || !names(change, anyOf: erasedUsers))
+                !erased.contains(change.key.pk) && (erasedAccounts.isEmpty || !names(change, anyOf: erasedAccounts))
             }
             try replace(path, with: trimmed(kept))
             return
@@ -166,7 +168,7 @@ enum ChangeLog {
         var bytes: [UInt8] = []
         for change in fresh { bytes += change.streamRecord(sourceARN: sourceARN).serializedBytes() + [UInt8(ascii: "\n")] }
         if size + bytes.count > maximumBytes {
-            try replace(path, with: trimmed(try fileChanges(layout) + fresh))
+            try replace(path, with: trimmed(try fileChanges(layout, filter) + fresh))
             return
         }
         let file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
@@ -179,10 +181,10 @@ enum ChangeLog {
         do throws(FileSystem.Failure) { try FileSystem.writeAll(file, bytes, path: path) } catch { throw .unavailable(error.description) }
     }
 
-    /// Whether a record holds one of `userIDs` in its key or in a string of its images: read from
-    /// the values, without serializing the record.
-    static func names(_ change: ItemChange, anyOf userIDs: Set<String>) -> Bool {
-        func holds(_ text: String) -> Bool { userIDs.contains { text.contains($0) } }
+    /// Whether a record holds one of `accountIDs` in its key or in a string of its images: read
+    /// from the values, without serializing the record.
+    static func names(_ change: ItemChange, anyOf accountIDs: Set<String>) -> Bool {
+        func holds(_ text: String) -> Bool { accountIDs.contains { text.contains($0) } }
         func holds(_ value: AttributeValue) -> Bool {
             switch value {
             case .s(let text): return holds(text)
@@ -253,8 +255,8 @@ enum ChangeLog {
 }
 
 extension LocalTable {
-    /// The store's change records, oldest first (`authctl events tail`, `serve`).
+    /// The store's change records, oldest first, as its `ChangeLogFilter` keeps them.
     public func changeRecords() throws(TableError) -> [ItemChange] {
-        try ChangeLog.read(layout)
+        try ChangeLog.read(layout, schema.changeLog)
     }
 }

@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 import Crypto
 #if canImport(Glibc)
 import Glibc
@@ -66,7 +67,7 @@ struct LoggedChange: Sendable {
 /// file made every commit's `fdatasync` write the inode too (its size changed): on this machine's
 /// disk a 4 KB commit synced in 124 µs appended and 71 µs written over (docs/local-store.md). A
 /// process keeps what it parsed of the log and reads only what follows on its next operation.
-enum WriteAheadLog {
+package enum WriteAheadLog {
     static let magic = Array("LAWAL002".utf8)
     /// The first format: records without a generation, the file cut back at every checkpoint.
     /// Still read; the next write checkpoints such a log and starts one of this format.
@@ -77,11 +78,11 @@ enum WriteAheadLog {
     static let endMark = [UInt8](repeating: 0, count: recordHeaderSize)
     static let firstFormatRecordHeaderSize = 12
 
-    struct State {
+    package struct State {
         var inode: UInt64
         var generation: UInt64
         /// End of the last complete record.
-        var validEnd: Int
+        package var validEnd: Int
         var fileSize: Int
         var overlay: Overlay
         var isFirstFormat = false
@@ -92,8 +93,8 @@ enum WriteAheadLog {
 
     /// What a commit's record carries for the change log (LocalStore/ChangeLog.swift): when it
     /// committed (the table's clock, epoch milliseconds), its place in the store's order, and
-    /// each item's image before the commit, for the kinds that publish events and cut to what
-    /// they read (nil for the others). It rides in the commit's own record, so the change log
+    /// each item's image before the commit, for the items the change log keeps and cut to what
+    /// it keeps of them (nil for the others). It rides in the commit's own record, so the change log
     /// costs no write and no sync of its own.
     struct ChangeStamp {
         var committedAt: Int64
@@ -179,7 +180,7 @@ enum WriteAheadLog {
     /// crash mid-write (never acknowledged); anything else where a record or an end mark belongs
     /// is damage: a whole record of another generation, or any bytes with a whole record of the
     /// log's generation after them.
-    static func read(_ descriptor: Int32, path: String, cached: State?) throws(TableError) -> State {
+    package static func read(_ descriptor: Int32, path: String, cached: State?) throws(TableError) -> State {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             throw .unavailable(FileSystem.Failure(path: path, operation: "fstat", errno: errno).description)

@@ -1,8 +1,9 @@
 import Crypto
+import LambdaAuthVerifier
 
 /// One committed change of one item, as a DynamoDB Stream record (view type NEW_AND_OLD_IMAGES)
 /// tells it. The local store's change log keeps the same records, so both backends publish from
-/// this one shape (contract section 22).
+/// this one shape (contract section 22). The tables' own: the change log writes and reads it.
 public struct ItemChange: Sendable, Equatable {
     public enum Kind: String, Sendable {
         case insert = "INSERT"
@@ -48,6 +49,17 @@ public struct ItemChange: Sendable, Equatable {
         }
         self.init(eventID: eventID, sequenceNumber: sequenceNumber, kind: kind, key: key, oldImage: old, newImage: new,
                   committedAt: committedAt)
+    }
+
+    /// The change with its images cut to `names`; nil when nothing among them changed (DynamoDB
+    /// Streams gives no record for a write that changed nothing, and a change of attributes no
+    /// reader keeps is none to them either).
+    public func keeping(_ names: Set<String>) -> ItemChange? {
+        var change = self
+        change.oldImage = oldImage.map { $0.filter { names.contains($0.key) } }
+        change.newImage = newImage.map { $0.filter { names.contains($0.key) } }
+        if let old = change.oldImage, let new = change.newImage, old == new { return nil }
+        return change
     }
 
     /// The CloudEvents `sequence` extension: the sequence number left-padded to DynamoDB's

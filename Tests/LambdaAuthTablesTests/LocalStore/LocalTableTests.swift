@@ -1,5 +1,6 @@
 import Crypto
 @testable import LambdaAuth
+@testable import LambdaAuthTables
 import LambdaAuthTestSupport
 import Testing
 #if canImport(Glibc)
@@ -311,13 +312,6 @@ import Glibc
             close(holder)
             #expect(try table.getItem(TableKey(pk: "USER#1", sk: "PROFILE")) != nil)
         }
-    }
-
-    @Test func configurationOpensTheLocalStore() throws {
-        var configuration = try AuthConfiguration.fromEnvironment(["AUTH_STORE": "/tmp/some-store"])
-        #expect(try makeTable(configuration, clock: SystemClock()) is LocalTable)
-        configuration.store = .dynamoDB(table: "users")
-        #expect(throws: AuthError.self) { try makeTable(configuration, clock: SystemClock()) }
     }
 
     /// Every file under `directory` with its SHA-256.

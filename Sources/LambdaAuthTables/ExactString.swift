@@ -3,7 +3,7 @@
 /// two subjects that DynamoDB keeps apart would be one key in memory and two file names on disk.
 /// Everything the local store keys by a caller's string goes through these.
 extension String {
-    func sameBytes(as other: String) -> Bool {
+    package func sameBytes(as other: String) -> Bool {
         var left = self, right = other
         return left.withUTF8 { a in right.withUTF8 { b in a.elementsEqual(b) } }
     }

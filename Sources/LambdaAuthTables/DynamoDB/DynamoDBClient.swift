@@ -1,6 +1,11 @@
-/// DynamoDB's JSON protocol (`X-Amz-Target: DynamoDB_20120810.<Operation>`) over the shared
-/// AWSJSONClient (signing, retries with backoff, error bodies), with DynamoDB's answers mapped to
-/// `TableError`.
+import LambdaAuthVerifier
+
+/// DynamoDB's JSON protocol (`X-Amz-Target: DynamoDB_20120810.<Operation>`) over an injected
+/// transport, with DynamoDB's answers mapped to `TableError`. Signing, HTTP and retries with
+/// backoff are the transport's (the product's AWS JSON-protocol client): this target holds no
+/// credentials and sends nothing itself. What DynamoDB means by its answers is decided here,
+/// the retry rules included, which the transport applies (`retryableErrorTypes`,
+/// `isUndecidedCancellation`).
 ///
 /// Retried besides what every JSON service retries: provisioned-throughput errors, a conflicting
 /// transaction, and a transaction cancelled only by a conflicting transaction or throttling.
@@ -13,31 +18,28 @@
 /// is the truth from their point of view as well.
 public struct DynamoDBClient: Sendable {
     public static let targetPrefix = "DynamoDB_20120810."
-    static let retryableErrorTypes: Set<String> = [
+    /// The error types that say "not now" rather than "no", for the transport's retries.
+    public static let retryableErrorTypes: Set<String> = [
         "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
         "InternalServerError", "ServiceUnavailable", "TransactionConflictException",
     ]
+    /// DynamoDB's answers are larger than most services' (a page of a query: up to 1 MB of items
+    /// in DynamoDB JSON).
+    public static let maximumResponseBytes = 8 << 20
 
     /// Cancellation reasons that decide nothing (DynamoDB's TransactWriteItems documentation).
     static let retryableCancellationCodes: Set<String> = ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"]
 
-    static let service = AWSJSONClient.Service(
-        signingName: "dynamodb", targetPrefix: targetPrefix, jsonVersion: "1.0", displayName: "DynamoDB",
-        retryableErrorTypes: retryableErrorTypes, isRetryable: isUndecidedCancellation, maximumResponseBytes: 8 << 20)
+    public let transport: any DynamoDBTransport
 
-    let jsonClient: AWSJSONClient
-
-    public init(endpoint: String, region: String, credentials: AWSCredentials, http: any HTTPClient,
-                signingClock: any WallClock = SystemClock(), random: any RandomSource = SystemRandomSource(),
-                sleeper: any Sleeper = SystemSleeper(), retryPolicy: RetryPolicy = .aws) {
-        jsonClient = AWSJSONClient(service: DynamoDBClient.service, endpoint: endpoint, region: region, credentials: credentials,
-                                   http: http, signingClock: signingClock, random: random, sleeper: sleeper, retryPolicy: retryPolicy)
+    public init(transport: any DynamoDBTransport) {
+        self.transport = transport
     }
 
-    public var endpoint: String { jsonClient.endpoint }
+    public var endpoint: String { transport.endpoint }
 
     /// HTTP requests sent so far by this client, retries included.
-    public var requestCount: Int { jsonClient.requestCount }
+    public var requestCount: Int { transport.requestCount }
 
     public func call(_ operation: String, _ body: JSONValue) throws(TableError) -> JSONValue {
         // With nothing tolerated, a nil answer cannot happen.
@@ -48,13 +50,13 @@ public struct DynamoDBClient: Sendable {
     /// returns nil instead of throwing.
     public func call(_ operation: String, _ body: JSONValue, tolerating tolerated: Set<String>) throws(TableError) -> JSONValue? {
         do {
-            return try jsonClient.call(operation, body)
+            return try transport.call(operation, body)
         } catch {
             switch error {
             case .refused(let answer):
                 if tolerated.contains(answer.type) { return nil }
                 throw DynamoDBClient.tableError(answer)
-            case .exhausted(let reason), .failed(let reason):
+            case .unavailable(let reason):
                 throw .unavailable(reason)
             case .misconfigured(let reason):
                 throw .misconfigured("DynamoDB cannot be reached: \(reason)")
@@ -63,7 +65,7 @@ public struct DynamoDBClient: Sendable {
     }
 
     /// What a refusal means to the table.
-    static func tableError(_ answer: AWSServiceError) -> TableError {
+    static func tableError(_ answer: DynamoDBRefusal) -> TableError {
         switch answer.type {
         case "ConditionalCheckFailedException":
             return .conditionFailed
@@ -79,7 +81,7 @@ public struct DynamoDBClient: Sendable {
     /// A transaction cancelled only because another transaction held an item, or by throttling:
     /// nothing was decided, so it may succeed later, like TransactionConflictException. A failed
     /// condition among the reasons is a verdict and is returned as one.
-    @Sendable static func isUndecidedCancellation(_ answer: AWSServiceError) -> Bool {
+    @Sendable public static func isUndecidedCancellation(_ answer: DynamoDBRefusal) -> Bool {
         guard answer.type == "TransactionCanceledException" else { return false }
         let codes = Set(cancellationReasons(body: answer.body, message: answer.message).map(\.code))
         return !codes.contains(CancellationReason.conditionalCheckFailed.code) && !codes.isDisjoint(with: retryableCancellationCodes)

@@ -1,5 +1,7 @@
-/// The `Table` interface over Amazon DynamoDB (`AUTH_STORE=dynamodb:TABLE`), with the same
-/// expression strings as the local store.
+import LambdaAuthVerifier
+
+/// The `Table` interface over Amazon DynamoDB, with the same expression strings as the local
+/// store.
 ///
 /// Expired items: DynamoDB keeps an item past its `ttl` until its sweeper deletes it (often hours
 /// later). Every read here (get, query, scan, returned attributes) drops items whose `ttl` is
@@ -14,28 +16,10 @@ public struct DynamoDBTable: Table {
     /// The product clock (fixed in replays), used only to hide expired items.
     let clock: any WallClock
 
-    /// One HTTP client per process: a resident Lambda process reuses its connection to DynamoDB
-    /// across invocations even when the table value is rebuilt for each one.
-    static let sharedHTTPClient = CurlHTTPClient()
-
     public init(tableName: String, client: DynamoDBClient, clock: any WallClock) {
         self.tableName = tableName
         self.client = client
         self.clock = clock
-    }
-
-    /// The table `AUTH_STORE=dynamodb:TABLE` names, at `AUTH_DYNAMODB_ENDPOINT` or AWS's regional
-    /// endpoint, signed with the `AWS_*` credentials.
-    public init(configuration: AuthConfiguration, clock: any WallClock, random: any RandomSource = SystemRandomSource(),
-                sleeper: any Sleeper = SystemSleeper(), http: (any HTTPClient)? = nil) throws(AuthError) {
-        guard case .dynamoDB(let table) = configuration.store else {
-            throw AuthError(.configError, "AUTH_STORE must be dynamodb:TABLE for the DynamoDB client")
-        }
-        let (region, credentials) = try AWSEnvironment.require(configuration, for: "AUTH_STORE=dynamodb:")
-        let endpoint = configuration.dynamoDBEndpoint ?? "https://dynamodb.\(region).amazonaws.com"
-        let client = DynamoDBClient(endpoint: endpoint, region: region, credentials: credentials,
-                                    http: http ?? DynamoDBTable.sharedHTTPClient, random: random, sleeper: sleeper)
-        self.init(tableName: table, client: client, clock: clock)
     }
 
     // MARK: - Table
@@ -119,7 +103,7 @@ public struct DynamoDBTable: Table {
         // The client retries a timed-out request with the same body; the token makes DynamoDB treat
         // a retry of a transaction that did commit as the same transaction, not a new one whose
         // conditions now fail.
-        let token = Base64.urlEncoded(SystemRandomSource().bytes(24))
+        let token = Base64.urlEncoded(DynamoDBTable.clientRequestTokenBytes())
         _ = try client.call("TransactWriteItems", ["TransactItems": .array(items), "ClientRequestToken": .string(token)])
     }
 
@@ -128,6 +112,16 @@ public struct DynamoDBTable: Table {
         if let limit { body["Limit"] = .number(limit) }
         if let exclusiveStartKey { body["ExclusiveStartKey"] = DynamoJSON.encode(exclusiveStartKey) }
         return try page(client.call("Scan", .object(body)))
+    }
+
+    /// 24 random bytes from the system's secure generator (three getrandom calls: one per eight
+    /// bytes); only their uniqueness matters, and a transaction's round trip dwarfs their cost.
+    static func clientRequestTokenBytes() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        for _ in 0..<3 { withUnsafeBytes(of: generator.next() as UInt64) { bytes += $0 } }
+        return bytes
     }
 
     // MARK: - Encoding

@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTables
 import Testing
 
 /// The behaviour every `Table` must have, written against the protocol only, so that the local

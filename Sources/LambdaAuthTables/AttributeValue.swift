@@ -1,3 +1,5 @@
+import LambdaAuthVerifier
+
 /// A DynamoDB attribute value. Numbers keep their decimal text, as DynamoDB's wire format does.
 public indirect enum AttributeValue: Hashable, Sendable {
     case s(String)

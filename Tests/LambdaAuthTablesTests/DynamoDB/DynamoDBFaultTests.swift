@@ -1,4 +1,5 @@
 import LambdaAuth
+import LambdaAuthTables
 import LambdaAuthTooling
 import LambdaAuthTestSupport
 import Testing
@@ -7,13 +8,6 @@ import Testing
 /// (throttling, 5xx, dropped connections) with capped, jittered backoff, give up as
 /// STORE_UNAVAILABLE, and never retry a verdict (failed condition, validation error).
 @Suite struct DynamoDBFaultTests {
-    static func error(_ type: String, status: Int = 400, message: String = "injected",
-                      extra: [String: JSONValue] = [:]) -> LoopbackHTTPServer.Response {
-        var body: [String: JSONValue] = ["__type": .string("com.amazonaws.dynamodb.v20120810#\(type)"), "message": .string(message)]
-        body.merge(extra) { $1 }
-        return .json(.object(body), status: status, headers: [("Content-Type", "application/x-amz-json-1.0")])
-    }
-
     static let found = LoopbackHTTPServer.Response.json(["Item": ["PK": ["S": "USER#1"], "SK": ["S": "PROFILE"]]])
 
     func table(_ server: LoopbackHTTPServer, sleeper: RecordingSleeper, randomByte: UInt8 = 0xFF) -> DynamoDBTable {
@@ -27,7 +21,7 @@ import Testing
 
     @Test(arguments: ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"])
     func throttlingIsRetriedThenSucceeds(type: String) throws {
-        let server = try LoopbackHTTPServer.scripted([DynamoDBFaultTests.error(type), DynamoDBFaultTests.error(type)],
+        let server = try LoopbackHTTPServer.scripted([LoopbackHTTPServer.Response.dynamoDBError(type), LoopbackHTTPServer.Response.dynamoDBError(type)],
                                                      otherwise: DynamoDBFaultTests.found)
         defer { server.stop() }
         let sleeper = RecordingSleeper()
@@ -39,8 +33,8 @@ import Testing
     }
 
     @Test(arguments: [
-        ("throttled", DynamoDBFaultTests.error("ProvisionedThroughputExceededException")),
-        ("internal error", DynamoDBFaultTests.error("InternalServerError", status: 500)),
+        ("throttled", LoopbackHTTPServer.Response.dynamoDBError("ProvisionedThroughputExceededException")),
+        ("internal error", LoopbackHTTPServer.Response.dynamoDBError("InternalServerError", status: 500)),
         ("503 without a body", LoopbackHTTPServer.Response(status: 503, text: "<html>busy</html>")),
         ("dropped connection", LoopbackHTTPServer.Response.drop),
     ])
@@ -67,7 +61,7 @@ import Testing
     }
 
     @Test func jitterSpreadsDelaysOverTheWindow() throws {
-        let server = try LoopbackHTTPServer { _ in DynamoDBFaultTests.error("ThrottlingException") }
+        let server = try LoopbackHTTPServer { _ in LoopbackHTTPServer.Response.dynamoDBError("ThrottlingException") }
         defer { server.stop() }
         let none = RecordingSleeper()
         _ = try? table(server, sleeper: none, randomByte: 0x00).getItem(DynamoDBFaultTests.key)
@@ -91,7 +85,7 @@ import Testing
     /// Expressions outside the local store's subset are refused before anything is sent: moto
     /// answers some of them with HTTP 500, which would otherwise be retried as an outage.
     @Test func refusedExpressionsAreNeverSent() throws {
-        let server = try LoopbackHTTPServer { _ in DynamoDBFaultTests.error("InternalServerError", status: 500) }
+        let server = try LoopbackHTTPServer { _ in LoopbackHTTPServer.Response.dynamoDBError("InternalServerError", status: 500) }
         defer { server.stop() }
         let table = table(server, sleeper: RecordingSleeper())
         let key = DynamoDBFaultTests.key
@@ -124,7 +118,7 @@ import Testing
     /// TransactionConflict: nothing was decided, so it is retried; a failed condition next to it
     /// is still a verdict.
     @Test func transactionsCancelledByConflictsAreRetried() throws {
-        let conflict = DynamoDBFaultTests.error("TransactionCanceledException", extra: [
+        let conflict = LoopbackHTTPServer.Response.dynamoDBError("TransactionCanceledException", extra: [
             "CancellationReasons": [["Code": "None"], ["Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"]],
         ])
         let server = try LoopbackHTTPServer.scripted([conflict, conflict], otherwise: .json([:]))
@@ -134,7 +128,7 @@ import Testing
         #expect(server.requestCount == 3)
         #expect(sleeper.delays.count == 2)
 
-        let mixed = DynamoDBFaultTests.error("TransactionCanceledException", extra: [
+        let mixed = LoopbackHTTPServer.Response.dynamoDBError("TransactionCanceledException", extra: [
             "CancellationReasons": [["Code": "ConditionalCheckFailed"], ["Code": "TransactionConflict"]],
         ])
         let verdict = try LoopbackHTTPServer { _ in mixed }
@@ -165,15 +159,15 @@ import Testing
     @Test func verdictsAreNeverRetried() throws {
         let reasons: JSONValue = [["Code": "None"], ["Code": "ConditionalCheckFailed", "Message": "The conditional request failed"]]
         let cases: [(String, LoopbackHTTPServer.Response, (TableError) -> Bool)] = [
-            ("condition", DynamoDBFaultTests.error("ConditionalCheckFailedException"), { if case .conditionFailed = $0 { true } else { false } }),
-            ("validation", DynamoDBFaultTests.error("ValidationException", message: "bad expression"),
+            ("condition", LoopbackHTTPServer.Response.dynamoDBError("ConditionalCheckFailedException"), { if case .conditionFailed = $0 { true } else { false } }),
+            ("validation", LoopbackHTTPServer.Response.dynamoDBError("ValidationException", message: "bad expression"),
              { if case .invalidRequest(let reason) = $0 { reason.contains("bad expression") } else { false } }),
-            ("transaction", DynamoDBFaultTests.error("TransactionCanceledException", extra: ["CancellationReasons": reasons]),
+            ("transaction", LoopbackHTTPServer.Response.dynamoDBError("TransactionCanceledException", extra: ["CancellationReasons": reasons]),
              { if case .transactionCanceled(let got) = $0 { got == [.none, .conditionalCheckFailed] } else { false } }),
-            ("transaction without reasons", DynamoDBFaultTests.error(
+            ("transaction without reasons", LoopbackHTTPServer.Response.dynamoDBError(
                 "TransactionCanceledException", message: "Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]"),
              { if case .transactionCanceled(let got) = $0 { got == [.none, .conditionalCheckFailed] } else { false } }),
-            ("credentials", DynamoDBFaultTests.error("UnrecognizedClientException", message: "The security token included in the request is invalid."),
+            ("credentials", LoopbackHTTPServer.Response.dynamoDBError("UnrecognizedClientException", message: "The security token included in the request is invalid."),
              { if case .unavailable(let reason) = $0 { reason.contains("UnrecognizedClientException") } else { false } }),
         ]
         for (name, response, matches) in cases {

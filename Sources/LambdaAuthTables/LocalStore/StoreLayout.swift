@@ -1,3 +1,4 @@
+import LambdaAuthVerifier
 import Crypto
 #if canImport(Glibc)
 import Glibc
@@ -6,6 +7,9 @@ import Glibc
 /// Where each piece of the local store lives on disk (see LocalTable for the design).
 struct StoreLayout {
     let root: String
+    /// Sort-key families kept apart from the rest of their partition, each in a file of its own
+    /// (`LocalStoreSchema.segmentPrefixes`).
+    let segmentPrefixes: [String]
 
     var lockPath: String { root + "/LOCK" }
     var walPath: String { root + "/wal" }
@@ -49,15 +53,8 @@ struct StoreLayout {
         "\(itemsRoot)/\(StoreLayout.shard(partitionKey))/\(StoreLayout.escape(partitionKey)).json"
     }
 
-    /// Sort-key families kept apart from the rest of their partition, each in a file of its own:
-    /// they grow (a sign-in adds a session and a token; revoked ones stay a day, used ones an
-    /// hour), while most reads want the few other items (a sign-in reads PROFILE and the
-    /// IDENTITY# items). A query whose sort-key condition cannot match a family never opens its
-    /// file, so a sign-in costs the same after a thousand sign-ins as after one.
-    static let segmentPrefixes = [Keys.refreshTokenPrefix, Keys.sessionPrefix]
-
     /// The segment a sort key belongs to (one of `segmentPrefixes`), or nil: the partition file.
-    static func segment(ofSortKey sortKey: String) -> String? {
+    func segment(ofSortKey sortKey: String) -> String? {
         segmentPrefixes.first { sortKey.utf8.starts(with: $0.utf8) }
     }
 
@@ -68,11 +65,11 @@ struct StoreLayout {
     }
 
     /// The segment prefix a file name in a shard directory names, or nil for a partition's file.
-    static func segmentPrefix(ofFileName name: String) -> String? {
+    func segmentPrefix(ofFileName name: String) -> String? {
         let stem = name.utf8.dropLast(".json".utf8.count)
         guard let separator = stem.lastIndex(of: UInt8(ascii: "~")), separator != stem.startIndex else { return nil }
         let family = String(decoding: stem[stem.index(after: separator)...], as: UTF8.self)
-        return segmentPrefixes.first { escape(String($0.dropLast())) == family }
+        return segmentPrefixes.first { StoreLayout.escape(String($0.dropLast())) == family }
     }
 
     /// One file per GSI1PK value: `{"Keys": [{"PK": ..., "SK": ...}, ...]}`.
