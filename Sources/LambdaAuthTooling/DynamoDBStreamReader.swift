@@ -46,4 +46,52 @@ public struct DynamoDBStreamReader: Sendable {
         }
         return records
     }
+
+    /// Reads a table's stream as it grows: each `next()` returns the records written since the
+    /// last one (`authctl replay --events-out` calls it after each step, so that a step's records
+    /// are told from the next step's without reading the whole stream again each time).
+    public struct Follower {
+        let reader: DynamoDBStreamReader
+        let table: String
+        /// The sequence number of the last record read from each shard. An iterator is asked for
+        /// anew each time, after that record: one kept across writes can go stale (moto's, after
+        /// a transaction it rolled back, reads a copy of the shard that no longer grows).
+        private var lastRead: [String: String] = [:]
+        private var streamARN: JSONValue?
+
+        public init(_ reader: DynamoDBStreamReader, table: String) {
+            self.reader = reader
+            self.table = table
+        }
+
+        public mutating func next() throws -> [JSONValue] {
+            let streams = "DynamoDBStreams_20120810."
+            if streamARN == nil {
+                guard let arn = try reader.call("DynamoDB_20120810.", "DescribeTable", ["TableName": .string(table)])["Table"]?["LatestStreamArn"] else {
+                    throw NoStream(description: "table \(table) has no stream")
+                }
+                streamARN = arn
+            }
+            let arn = streamARN ?? .null
+            var records: [JSONValue] = []
+            for shard in try reader.call(streams, "DescribeStream", ["StreamArn": arn])["StreamDescription"]?["Shards"]?.arrayValue ?? [] {
+                guard let id = shard["ShardId"]?.stringValue else { continue }
+                var request: JSONValue = ["StreamArn": arn, "ShardId": .string(id), "ShardIteratorType": "TRIM_HORIZON"]
+                if let last = lastRead[id] {
+                    request = ["StreamArn": arn, "ShardId": .string(id), "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
+                               "SequenceNumber": .string(last)]
+                }
+                var iterator = try reader.call(streams, "GetShardIterator", request)["ShardIterator"]
+                while let current = iterator, !current.isNull {
+                    let page = try reader.call(streams, "GetRecords", ["ShardIterator": current, "Limit": 1000])
+                    let got = page["Records"]?.arrayValue ?? []
+                    if got.isEmpty { break }
+                    records += got
+                    if let last = got.last?["dynamodb"]?["SequenceNumber"]?.stringValue { lastRead[id] = last }
+                    iterator = page["NextShardIterator"]
+                }
+            }
+            return records
+        }
+    }
 }
