@@ -58,6 +58,10 @@ public struct DynamoDBStreamReader: Sendable {
         /// a transaction it rolled back, reads a copy of the shard that no longer grows).
         private var lastRead: [String: String] = [:]
         private var streamARN: JSONValue?
+        /// The stream's shards, listed once: a replayed scenario's table never splits its one
+        /// shard, and each call saved is one less for a serial moto shared by every suite
+        /// (`authctl replay --events-out` checks the steps' reads against a whole read at the end).
+        private var shards: [String] = []
 
         public init(_ reader: DynamoDBStreamReader, table: String) {
             self.reader = reader
@@ -71,11 +75,12 @@ public struct DynamoDBStreamReader: Sendable {
                     throw NoStream(description: "table \(table) has no stream")
                 }
                 streamARN = arn
+                shards = (try reader.call(streams, "DescribeStream", ["StreamArn": arn])["StreamDescription"]?["Shards"]?.arrayValue ?? [])
+                    .compactMap { $0["ShardId"]?.stringValue }
             }
             let arn = streamARN ?? .null
             var records: [JSONValue] = []
-            for shard in try reader.call(streams, "DescribeStream", ["StreamArn": arn])["StreamDescription"]?["Shards"]?.arrayValue ?? [] {
-                guard let id = shard["ShardId"]?.stringValue else { continue }
+            for id in shards {
                 var request: JSONValue = ["StreamArn": arn, "ShardId": .string(id), "ShardIteratorType": "TRIM_HORIZON"]
                 if let last = lastRead[id] {
                     request = ["StreamArn": arn, "ShardId": .string(id), "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
