@@ -7,7 +7,7 @@
 #            and their checks.
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
 #            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
-#            aws-embedded-metrics, jsonschema, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator;
+#            aws-embedded-metrics, jsonschema, openapi-spec-validator, schemathesis, standardwebhooks) and cfn-lint with the SAM translator;
 #            soft-webauthn with python-fido2 1.x, and py_webauthn, each in a virtual environment of its own.
 #   bench:   what test needs, and Debian's golang-go for the Go peer that `make bench` measures.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
@@ -104,6 +104,8 @@ test)
     # AWS's own EMF library, whose validators check our metric lines (and jsonschema, for the spec's schema).
     python_has aws_embedded_metrics.validator || pip_install aws-embedded-metrics
     python_has jsonschema || pip_install jsonschema
+    # Standard Webhooks' own verifier checks the signatures of our URL hooks (hook_peer.py).
+    python_has standardwebhooks || pip_install 'standardwebhooks==1.1.0'
     # The CloudEvents SDK reads every event the events handler publishes (cloudevents_check.py).
     python_has cloudevents.conversion || pip_install 'cloudevents>=1.9'
     # Validates Infra/openapi.json as an OpenAPI 3.1 document (ServeTests).
