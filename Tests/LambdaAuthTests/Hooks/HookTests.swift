@@ -1,5 +1,6 @@
 @testable import LambdaAuth
 import LambdaAuthTestSupport
+import LambdaAuthTooling
 import Logging
 import Testing
 
@@ -196,6 +197,27 @@ import Testing
                 _ = try peer.requests()
             }
         }
+    }
+
+    /// `authctl hooks test TYPE` reaches the hook as the handlers do (the peer verifies it) and says
+    /// whether its answer is valid, exiting 1 when it is not.
+    @Test func authctlSendsASamplePayloadAndJudgesTheAnswer() throws {
+        let peer = try HookPeer()
+        let environment = Environment.current().merging(peer.environment(hooks: [
+            "beforeSignIn": ["url": .string(peer.url)], "accessTokenClaims": ["lambda": .string(Self.function)],
+        ])) { $1 }
+        try peer.answer("beforeSignIn", body: ["decision": "deny", "message": "banned"])
+        let denied = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: ["hooks", "test", "beforeSignIn"],
+                                           environment: environment)
+        #expect(denied.exitCode == 0 && denied.stdoutText.contains("valid: deny: banned"), "\(denied.stdoutText) \(denied.stderrText)")
+        try peer.answer("accessTokenClaims", body: ["claims": ["aud": "elsewhere"]])
+        let reserved = try ProcessRunner.run(ProcessRunner.executable("authctl"), arguments: ["hooks", "test", "accessTokenClaims"],
+                                             environment: environment)
+        #expect(reserved.exitCode == 1 && reserved.stdoutText.contains("invalid: its claims name the reserved claim aud"),
+                "\(reserved.stdoutText) \(reserved.stderrText)")
+        let requests = try peer.requests()
+        #expect(requests.count == 2 && requests.allSatisfy { $0["verified"] == true }, "\(requests)")
+        #expect(requests.first?["payload"]?["user"]?["id"] == "sample-user")
     }
 
     /// The hooks of one request share its time: with 0.8 s left, a hook allowed 5 s and answering
