@@ -69,14 +69,17 @@ public struct AccessTokenIssuer: Sendable {
 
     /// `anonymous`: a guest's token also carries `"is_anonymous": true` (contract section 9).
     /// `appMetadata`: the user's (contract section 17), as the claim `app_metadata` when not empty.
+    /// `assurance`: the session's `aal` and `amr` claims (contract section 21).
     public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource,
-                      anonymous: Bool = false, appMetadata: [String: JSONValue] = [:]) throws(AuthError) -> String {
+                      anonymous: Bool = false, appMetadata: [String: JSONValue] = [:],
+                      assurance: [String: JSONValue] = [:]) throws(AuthError) -> String {
         var claims: [String: JSONValue] = [
             "iss": .string(issuer), "aud": .string(audience), "sub": .string(userID), "sid": .string(sessionID),
             "iat": .number(now), "exp": .number(now + lifetime), "jti": .string(random.identifier()),
         ]
         if anonymous { claims["is_anonymous"] = true }
         if !appMetadata.isEmpty { claims["app_metadata"] = .object(appMetadata) }
+        claims.merge(assurance) { kept, _ in kept }
         do {
             return try JWSSigner.sign(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.signingKey)
         } catch {

@@ -5,9 +5,14 @@ import Synchronization
 /// form and credentials for a session, and checking an access token.
 protocol TokenIssuing: Sendable {
     /// `anonymous`: the user is a guest (`is_anonymous` in the access token); `appMetadata`: the
-    /// user's, as the claim `app_metadata` (contract section 17).
+    /// user's, as the claim `app_metadata` (contract section 17); `assurance`: the session's
+    /// `aal` and `amr` (contract section 21).
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens
+                     appMetadata: [String: JSONValue], assurance: Assurance, logger: Logger) throws(AuthError) -> IssuedTokens
+    /// The one place an access token is minted: `issueTokens`, and a step-up's new access token
+    /// for a session whose refresh token stays the client's.
+    func issueAccessToken(userID: String, sessionID: String, anonymous: Bool, appMetadata: [String: JSONValue],
+                          assurance: Assurance, logger: Logger) throws(AuthError) -> (accessToken: String, lifetime: Int64)
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims
 }
 
@@ -67,16 +72,22 @@ final class TokenService: TokenIssuing, Sendable {
     /// Sign-in does it before its write, so a failure (no key, STS down) leaves the store as it
     /// was; refresh after its rotation commits, so that lost races never cost an STS call each.
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens {
+                     appMetadata: [String: JSONValue], assurance: Assurance, logger: Logger) throws(AuthError) -> IssuedTokens {
+        let (accessToken, _) = try issueAccessToken(userID: userID, sessionID: sessionID, anonymous: anonymous, appMetadata: appMetadata,
+                                                    assurance: assurance, logger: logger)
+        let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: clock.nowSeconds)
+        return IssuedTokens(accessToken: accessToken, accessTokenLifetime: settings.accessTokenTTL, refreshToken: refresh.token,
+                            refreshTokenLifetime: settings.refreshTokenTTL, credentials: credentials)
+    }
+
+    func issueAccessToken(userID: String, sessionID: String, anonymous: Bool, appMetadata: [String: JSONValue],
+                          assurance: Assurance, logger: Logger) throws(AuthError) -> (accessToken: String, lifetime: Int64) {
         guard let issuer = try accessTokenIssuer(create: true, logger: logger) else {
             throw .internalError("no access-token signing key")
         }
-        let now = clock.nowSeconds
-        let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random, anonymous: anonymous,
-                                           appMetadata: appMetadata)
-        let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: now)
-        return IssuedTokens(accessToken: accessToken, accessTokenLifetime: settings.accessTokenTTL, refreshToken: refresh.token,
-                            refreshTokenLifetime: settings.refreshTokenTTL, credentials: credentials)
+        let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: clock.nowSeconds, random: random, anonymous: anonymous,
+                                           appMetadata: appMetadata, assurance: assurance.claims)
+        return (accessToken, settings.accessTokenTTL)
     }
 
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims {

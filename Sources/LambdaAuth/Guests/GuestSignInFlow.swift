@@ -32,7 +32,8 @@ struct GuestSignInFlow: Sendable {
         let sessionID = newIdentifier(random)
         let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
         let refresh = RefreshTokenCredential(userID: userID, family: family, random: random)
-        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, appMetadata: [:], logger: logger)
+        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, appMetadata: [:],
+                                            assurance: .guest, logger: logger)
         let now = clock.nowSeconds
         let expiresAt = now + store.guestTTL
         var profile = UserProfile(userID: userID, email: nil, emailVerified: false, displayName: nil, pictureURL: nil, now: now)
@@ -44,7 +45,8 @@ struct GuestSignInFlow: Sendable {
         let user = UserView(profile: profile, identities: [])
         var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
         session.guestExpiresAt = expiresAt
-        let token = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        session.assurance = .guest
+        let token = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), assurance: .guest, now: now)
         issued.refreshTokenLifetime = token.expiresAt - now
         try store.createGuest(user, session: session, refreshToken: token)
         logger.info("created a guest", metadata: ["userId": .string(userID), "sessionId": .string(sessionID)])
