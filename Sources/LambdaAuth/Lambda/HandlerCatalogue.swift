@@ -60,6 +60,12 @@ public enum HandlerCatalogue {
         PasskeyHandler(flow: services.passkeys)
     }
 
+    /// No JWT authorizer on its route: `challenge` has no caller (its mfaToken proves the
+    /// sign-in); the handler checks the caller of every other action.
+    public static let mfa = HandlerEntry(name: "mfa", routes: [.post("/auth/mfa")]) { services in
+        MFAHandler(flow: services.mfa)
+    }
+
     /// No route: API Gateway invokes it in front of the routes the template guards, when its
     /// `Authorizer` parameter is `lambda`. One revocation list per process, kept warm.
     public static let authorizer = HandlerEntry(name: "authorizer", routes: []) { services in
@@ -85,7 +91,7 @@ public enum HandlerCatalogue {
     /// In the order the README lists the handlers. Only tools and tests read it: a handler's
     /// main.swift names its own entry, so its executable links no other handler's composition.
     public static let all = [signin, refresh, linkProvider, signout, sessions, deleteAccount, wellKnown, appleNotifications, otpStart, passkey,
-                             authorizer, events]
+                             mfa, authorizer, events]
 
     public static func entry(named name: String) -> HandlerEntry? {
         all.first { $0.name == name }
