@@ -96,6 +96,7 @@ struct HandlerRequests {
             "apple-notifications": notification,
             "otp-start": { ["email": .string("every-\(count)-\($0)@example.com")] },
             "passkey": { _ in ["action": "list", "accessToken": accessToken] },
+            "mfa": { _ in ["action": "status", "accessToken": accessToken] },
         ]
     }
 }

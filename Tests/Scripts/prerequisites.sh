@@ -106,6 +106,8 @@ test)
     python_has jsonschema || pip_install jsonschema
     # The CloudEvents SDK reads every event the events handler publishes (cloudevents_check.py).
     python_has cloudevents.conversion || pip_install 'cloudevents>=1.9'
+    # A real authenticator's algorithm: codes made from the secret our totp-enroll uri carries (MFA tests).
+    python_has pyotp || pip_install 'pyotp==2.9.0'
     # Validates Infra/openapi.json as an OpenAPI 3.1 document (ServeTests).
     python_has openapi_spec_validator || pip_install openapi-spec-validator
     # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.
