@@ -51,11 +51,6 @@ import Testing
         environment["AUTH_DYNAMODB_ENDPOINT"] = proxy.endpoint
         let world = try FlowWorld(environment, backend: .dynamoDB)
         world.signIn(token: world.googleToken(subject: "warm-up", email: "warm-up@example.com"))
-        try Self.expectBudgets(world: world) { handler, event in
-            let before = proxy.operations.count
-            let output = world.run(handler, .object(event))
-            let body = try #require(output.responseBody, "\(handler): \(output.stdoutText) \(output.stderrText.suffix(400))")
-            return (body, Array(proxy.operations.dropFirst(before)))
-        }
+        try Self.expectBudgets(world: world) { handler, event in try world.countedRun(handler, event, through: proxy) }
     }
 }
