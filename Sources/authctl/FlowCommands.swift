@@ -179,7 +179,7 @@ struct ReplayCommand: ParsableCommand {
     var exports: String?
     @Flag(help: "With --exports: write the golden files instead of comparing (on the commit that defines them).")
     var recordExports = false
-    @Option(help: "Append the events each scenario's changes publish to this file (one a line, ids normalised).")
+    @Option(help: "Append what each step published to this file, one step a line: the local store's events or the table's stream records.")
     var eventsOut: String?
     @Argument(help: "Scenario files.") var files: [String] = []
 

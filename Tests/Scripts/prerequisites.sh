@@ -7,7 +7,7 @@
 #            and their checks.
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
 #            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
-#            aws-embedded-metrics, jsonschema, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator;
+#            aws-embedded-metrics, jsonschema, cloudevents, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator;
 #            soft-webauthn with python-fido2 1.x, and py_webauthn, each in a virtual environment of its own.
 #   bench:   what test needs, and Debian's golang-go for the Go peer that `make bench` measures.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
@@ -104,8 +104,11 @@ test)
     # AWS's own EMF library, whose validators check our metric lines (and jsonschema, for the spec's schema).
     python_has aws_embedded_metrics.validator || pip_install aws-embedded-metrics
     python_has jsonschema || pip_install jsonschema
-    # The CloudEvents SDK reads every event the events handler publishes (cloudevents_check.py).
-    python_has cloudevents.conversion || pip_install 'cloudevents>=1.9'
+    # The CloudEvents SDK reads every event the events handler and `events tail` publish
+    # (cloudevents_check.py, written against 2.x's cloudevents.core): pinned, so a fresh machine
+    # reads with the release the check was written for.
+    python3 -c 'import cloudevents, sys; sys.exit(cloudevents.__version__ != "2.2.0")' >/dev/null 2>&1 \
+        || pip_install 'cloudevents==2.2.0'
     # Validates Infra/openapi.json as an OpenAPI 3.1 document (ServeTests).
     python_has openapi_spec_validator || pip_install openapi-spec-validator
     # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.

@@ -145,8 +145,9 @@ struct ScenarioRunner {
     /// With `--exports DIR`: after its steps, the scenario's table fingerprint (`TableFingerprint`)
     /// must equal `DIR/<scenario>.items`; `record` writes it instead.
     var exports: (directory: String, record: Bool)? = nil
-    /// With `--events-out`: the events each scenario's changes publish (the local store's change
-    /// log, or the DynamoDB table's stream), appended here one a line (`ScenarioEvents`).
+    /// With `--events-out`: what each step published (the local store's events as `events tail`
+    /// prints them, or the DynamoDB table's stream records), appended here one step a line
+    /// (`ScenarioEvents`).
     var eventsFile: String? = nil
 
     struct Outcome {
@@ -168,7 +169,10 @@ struct ScenarioRunner {
         var report: [String] = []
         let signingKeys = NamedSigningKeys()
         let passkeys = NamedPasskeyAuthenticators()
-        var changes = ScenarioEvents.Collector()
+        var published = try eventsFile.map { file in
+            try ScenarioEvents(scenario: String(scenario.path.split(separator: "/").last ?? ""), path: file, backend: backend,
+                               world: world, storeEnvironment: storeEnvironment, inherited: baseEnvironment)
+        }
         for (index, step) in scenario.steps.enumerated() {
             clock += step.advance
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
@@ -190,8 +194,12 @@ struct ScenarioRunner {
             if metricsFile != nil { variables["AUTH_METRICS"] = "emf" }
             variables["AUTH_NOW"] = String(clock)
             let invocation = try environment.invoke(step.handler, event: event, environment: environment.handlerEnvironment(variables))
-            // After each step: an account's erasure takes its records out of the local change log.
-            if eventsFile != nil, case .local = backend { try changes.follow(localStore: world + "/store") }
+            // After each step: an account's erasure takes its records out of the local change
+            // log, and a step's records are told from the next one's.
+            try published?.record(step: index + 1, handler: step.handler, status: invocation.status, request: payload,
+                                  response: invocation.body, variables: variables,
+                                  readItems: index + 1 == scenario.steps.count
+                                      || ["delete-account", "apple-notifications"].contains(scenario.steps[index + 1].handler))
             var problems = check(step, invocation, saved: saved)
             if let metricsFile {
                 let lines = ScenarioRunner.metricLines(invocation.log).map { $0 + "\n" }.joined()
@@ -222,12 +230,7 @@ struct ScenarioRunner {
                 saved[name] = value.stringValue ?? value.serialized()
             }
         }
-        if let eventsFile {
-            if case .dynamoDB(let endpoint) = backend, let table = storeEnvironment["AUTH_STORE"]?.split(separator: ":").last {
-                try changes.read(stream: String(table), endpoint: endpoint, inherited: baseEnvironment)
-            }
-            try ScenarioEvents.append(changes.changes, scenario: String(scenario.path.split(separator: "/").last ?? ""), to: eventsFile)
-        }
+        try published?.finish()
         if let exports {
             var name = String(scenario.path.split(separator: "/").last ?? "")
             if name.hasSuffix(".json") { name.removeLast(5) }
