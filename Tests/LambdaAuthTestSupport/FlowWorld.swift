@@ -182,6 +182,24 @@ public final class FlowWorld: Sendable {
         return items.sorted { ($0["PK"]?.stringValue ?? "", $0["SK"]?.stringValue ?? "") < ($1["PK"]?.stringValue ?? "", $1["SK"]?.stringValue ?? "") }
     }
 
+    /// What the store holds, to prove a request changed nothing, on either backend: the local
+    /// store's files and their bytes, or every DynamoDB item, expired or not.
+    public enum StoreState: Equatable, CustomStringConvertible {
+        case files([String: String])
+        case items([Item])
+
+        public var description: String {
+            switch self {
+            case .files(let files): return "\(files.count) files: \(files.keys.sorted())"
+            case .items(let items): return "\(items.count) items: \(items.map { "\($0["PK"]?.stringValue ?? "") \($0["SK"]?.stringValue ?? "")" })"
+            }
+        }
+    }
+
+    public func storeState() throws -> StoreState {
+        backend == .local ? .files(storeSnapshot()) : .items(try allItems(at: 0))
+    }
+
     /// Every file under the store with the SHA-256 of its bytes, to prove a request changed nothing.
     public func storeSnapshot() -> [String: String] {
         var snapshot: [String: String] = [:]

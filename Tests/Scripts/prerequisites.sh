@@ -7,7 +7,7 @@
 #            and their checks.
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
 #            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
-#            aws-embedded-metrics, jsonschema, cloudevents, openapi-spec-validator, schemathesis) and cfn-lint with the SAM translator;
+#            aws-embedded-metrics, jsonschema, cloudevents, openapi-spec-validator, schemathesis, standardwebhooks) and cfn-lint with the SAM translator;
 #            soft-webauthn with python-fido2 1.x, and py_webauthn, each in a virtual environment of its own.
 #   bench:   what test needs, and Debian's golang-go for the Go peer that `make bench` measures.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
@@ -109,6 +109,8 @@ test)
     # reads with the release the check was written for.
     python3 -c 'import cloudevents, sys; sys.exit(cloudevents.__version__ != "2.2.0")' >/dev/null 2>&1 \
         || pip_install 'cloudevents==2.2.0'
+    # Standard Webhooks' own verifier checks the signatures of our URL hooks (hook_peer.py).
+    python_has standardwebhooks || pip_install 'standardwebhooks==1.1.0'
     # Validates Infra/openapi.json as an OpenAPI 3.1 document (ServeTests).
     python_has openapi_spec_validator || pip_install openapi-spec-validator
     # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.

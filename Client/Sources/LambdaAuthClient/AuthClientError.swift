@@ -21,6 +21,11 @@ public struct AuthClientError: Error, Sendable, Equatable, CustomStringConvertib
 
     public var description: String { "\(code) (\(status)): \(message)" }
 
+    /// The app's own hook refused this sign-up or sign-in (`HOOK_DENIED`): its message, written by
+    /// the app's backend for its users ("only example.org addresses can sign up"), to show as it
+    /// is. Retrying does not help; nil for every other failure.
+    public var hookDenial: String? { code == "HOOK_DENIED" ? message : nil }
+
     /// A refresh answered so: the session is over, locally too.
     var endsTheSession: Bool {
         ["REFRESH_TOKEN_REUSED", "REFRESH_TOKEN_REVOKED", "REFRESH_TOKEN_EXPIRED", "REFRESH_TOKEN_NOT_FOUND"].contains(code)

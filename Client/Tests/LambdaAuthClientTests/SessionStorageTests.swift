@@ -65,6 +65,11 @@ import Glibc
         #expect(Transport.error(status: 503, answer: .null).retryable)
         #expect(AuthClientError(code: "REFRESH_TOKEN_REUSED", status: 401, retryable: false, message: "").endsTheSession)
         #expect(!AuthClientError(code: "STORE_UNAVAILABLE", status: 503, retryable: true, message: "").endsTheSession)
+        let denied = Transport.error(status: 403, answer: ["error": ["code": "HOOK_DENIED", "message": "only example.org signs up",
+                                                                     "status": 403, "retryable": false]])
+        #expect(denied.hookDenial == "only example.org signs up" && !denied.retryable)
+        #expect(Transport.error(status: 503, answer: ["error": ["code": "HOOK_UNAVAILABLE", "message": "try again", "status": 503,
+                                                                "retryable": true]]).hookDenial == nil)
     }
 
     @Test func backoffIsCappedAndJittered() {

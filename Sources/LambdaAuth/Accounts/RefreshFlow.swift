@@ -30,6 +30,9 @@ struct RefreshFlow: Sendable {
     let random: any RandomSource
     let retry: OptimisticRetry
     let refreshGrace: Int64
+    /// The app's hooks: `accessTokenClaims` is asked for every token a refresh issues, a grace
+    /// replay's included, before the refresh writes (contract section 19).
+    var hooks: Hooks = .none
 
     /// What a refresh hands out once its write committed.
     private struct Grant {
@@ -38,17 +41,17 @@ struct RefreshFlow: Sendable {
         var user: UserSnapshot
     }
 
-    func refresh(_ presented: String, logger: Logger) throws(AuthError) -> RefreshResult {
+    func refresh(_ presented: String, hookRequest: HookRequest = HookRequest(), logger: Logger) throws(AuthError) -> RefreshResult {
         let found = try store.findRefreshToken(presented: presented)
         do {
-            return try refresh(found, logger: logger)
+            return try refresh(found, hookRequest: hookRequest, logger: logger)
         } catch {
             // Reuse, a revoked or an expired token: the event line says whose (contract section 18).
             throw error.about(userID: found.owner.userID, sessionID: found.owner.sessionID)
         }
     }
 
-    private func refresh(_ found: AccountStore.FoundRefreshToken, logger: Logger) throws(AuthError) -> RefreshResult {
+    private func refresh(_ found: AccountStore.FoundRefreshToken, hookRequest: HookRequest, logger: Logger) throws(AuthError) -> RefreshResult {
         guard case .item(let first, let secret) = found else {
             if case .retired(let credential, let session) = found { throw try retired(credential, session: session, logger: logger) }
             throw AuthError(.refreshTokenNotFound, "the refresh token is not known")
@@ -58,6 +61,9 @@ struct RefreshFlow: Sendable {
         // The session's start does not change; tokens written before they carried it read it once.
         let sessionCreatedAt = try sessionCreationTime(record)
         let nonce = random.bytes(32)
+        // A refresh proves no identity: the hook is told the user and the session only.
+        var claimsHook = AccessTokenClaimsCall(hooks: hooks, request: hookRequest, payload: HookPayload(
+            type: .accessTokenClaims, provider: nil, identity: nil, user: nil, sessionID: record.familyID))
         let grant = try retry.run("refresh") { () throws(AuthError) -> Grant? in
             let now = clock.nowSeconds
             if record.status == .revoked {
@@ -65,7 +71,7 @@ struct RefreshFlow: Sendable {
             }
             // Reuse before expiry: a used token says so however old it is.
             if record.status == .used {
-                return try graceRetry(of: record, secret: secret, now: now, logger: logger)
+                return try graceRetry(of: record, secret: secret, now: now, claimsHook: &claimsHook, logger: logger)
             }
             try checkUnexpired(record, sessionCreatedAt: sessionCreatedAt, now: now)
             if copy == nil { copy = try currentUser(of: record) }
@@ -76,6 +82,7 @@ struct RefreshFlow: Sendable {
                                                     family: family, nonce: nonce)
             let next = store.newRefreshToken(credential, family: family, familyBorn: record.familyBorn, sessionCreatedAt: sessionCreatedAt,
                                              user: snapshot, now: now)
+            try claimsHook.askBeforeWrite(user: snapshot.json, logger: logger)
             switch try store.rotate(record, to: next, successorNonce: nonce, refreshGrace: refreshGrace,
                                     userVersion: snapshot.profileVersion, now: now, activeAtMilliseconds: clock.nowMilliseconds) {
             case .rotated:
@@ -104,7 +111,8 @@ struct RefreshFlow: Sendable {
             }
         }
         var issued = try tokens.issueTokens(userID: grant.record.userID, sessionID: grant.record.familyID, refresh: grant.credential,
-                                            anonymous: grant.user.isGuest, appMetadata: grant.user.appMetadata, logger: logger)
+                                            anonymous: grant.user.isGuest, appMetadata: grant.user.appMetadata, claimsHook: claimsHook,
+                                            logger: logger)
         issued.refreshTokenLifetime = max(0, grant.record.expiresAt - clock.nowSeconds)
         return RefreshResult(user: grant.user.json, sessionID: grant.record.familyID, sessionCreatedAt: sessionCreatedAt, tokens: issued)
     }
@@ -120,7 +128,8 @@ struct RefreshFlow: Sendable {
 
     /// A USED token: within the grace period and the predecessor of the live token, the live token
     /// again (nil: the user changed, read it and try again); anything else is reuse.
-    private func graceRetry(of used: RefreshTokenRecord, secret: [UInt8], now: Int64, logger: Logger) throws(AuthError) -> Grant? {
+    private func graceRetry(of used: RefreshTokenRecord, secret: [UInt8], now: Int64, claimsHook: inout AccessTokenClaimsCall,
+                            logger: Logger) throws(AuthError) -> Grant? {
         guard now - (used.usedAt ?? 0) <= refreshGrace, let nonce = used.successorNonce, let successorSK = used.replacedBy,
               successorSK.hasPrefix(Keys.refreshTokenPrefix) else {
             // Past the grace period, or used by an earlier release (whose successor cannot be
@@ -146,6 +155,7 @@ struct RefreshFlow: Sendable {
         for _ in 0..<2 {
             if snapshot == nil { snapshot = try currentUser(of: live) }
             guard let user = snapshot else { throw revoked(used, now: now, logger: logger) }
+            try claimsHook.askBeforeWrite(user: user.json, logger: logger)
             switch try store.confirmGraceRetry(successor: live, userVersion: user.profileVersion, now: now) {
             case .confirmed:
                 logger.info("refreshed within the grace period: the live token again",

@@ -5,6 +5,8 @@ import Logging
 struct SignInRequest: Sendable {
     var body: RequestBody
     var origin: RequestOrigin
+    /// What the app's hooks are told of the request, and where their calls are recorded.
+    var hookRequest = HookRequest()
 }
 
 struct SignInResult {
@@ -33,22 +35,31 @@ struct SignInFlow: Sendable {
     let emailLinking: AuthConfiguration.EmailLinking
     let maxSessions: Int
     let apple: AppleAccountTokens
+    /// The app's hooks (contract section 19); none unless the handler's composition configures them.
+    var hooks: Hooks = .none
 
     func signIn(_ request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
         // The provider first: a mistyped one ("Guest") is named as such, not as a missing token.
         let proof = try providers.entry(for: request.body).prove(request.body, for: .signIn, logger: logger)
         let device = try SignInRequest.device(request.body)
-        guard let proof else { return try guests.signIn(device: device, origin: request.origin, logger: logger) }
+        guard let proof else {
+            let guestHooks = SignInHooks(hooks: hooks, request: request.hookRequest, provider: "guest", identity: nil,
+                                         device: device)
+            return try guests.signIn(device: device, origin: request.origin, hooks: guestHooks, logger: logger)
+        }
         // The seam of the coming sign-in hooks and second factor: the identity is proven and
         // nothing is written yet.
         let identity = proof.identity
+        // The hooks are asked further in, where a user is created or a session opened.
+        let signInHooks = SignInHooks(hooks: hooks, request: request.hookRequest, provider: identity.provider.rawValue, identity: identity,
+                                      device: device)
         // Before any write: a refused code signs nobody in.
         let grant = try proof.authorizationCode.map { (code) throws(AuthError) in try apple.exchange(code, for: identity) }
         let result: SignInResult
         if let ceremony = proof.ceremony {
             // The credential names its user: that user's new session, with the ceremony's writes
             // in its transaction; no one is found by the identity, no one created.
-            var minted = MintedSessions(tokens: tokens, random: random, logger: logger)
+            var minted = MintedSessions(tokens: tokens, random: random, hooks: signInHooks, logger: logger)
             switch try openSession(userID: ceremony.userID, minted: &minted, proof: proof, device: device, joining: nil,
                                    ceremony: ceremony.writes, logger: logger) {
             case .opened(let opened): result = opened
@@ -56,7 +67,7 @@ struct SignInFlow: Sendable {
             case .userDeleted, .userUnavailable, .identityTaken: throw ceremony.userGone
             }
         } else {
-            result = try findOrCreateUser(proof, device: device, logger: logger)
+            result = try findOrCreateUser(proof, device: device, hooks: signInHooks, logger: logger)
         }
         if let grant {
             try apple.keep(grant, userID: result.user.profile.userID, subject: identity.subject, logger: logger)
@@ -69,14 +80,15 @@ struct SignInFlow: Sendable {
     /// The identity's user (linked already, or joined by verified email) or a new one. Creation is
     /// conditional on the link not existing, so the losers of concurrent first sign-ins of one
     /// identity re-read the link and sign in to the winner.
-    func findOrCreateUser(_ proof: ProvenIdentity, device: [String: String], logger: Logger) throws(AuthError) -> SignInResult {
+    func findOrCreateUser(_ proof: ProvenIdentity, device: [String: String], hooks: SignInHooks,
+                          logger: Logger) throws(AuthError) -> SignInResult {
         let identity = proof.identity
         // A non-ASCII address has no key: it joins no one and claims nothing (EmailKey).
         let verifiedEmail = identity.emailVerified ? identity.email.flatMap(EmailKey.of) : nil
         var claimEmail = verifiedEmail != nil
         // Fixed for the whole sign-in, so a lost race retries with the tokens already minted.
         let newUserID = newIdentifier(random)
-        var minted = MintedSessions(tokens: tokens, random: random, logger: logger)
+        var minted = MintedSessions(tokens: tokens, random: random, hooks: hooks, logger: logger)
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
                 switch try openSession(userID: userID, minted: &minted, proof: proof, device: device, joining: nil,
@@ -137,10 +149,9 @@ struct SignInFlow: Sendable {
     func createUser(_ proof: ProvenIdentity, minted: inout MintedSessions, userID: String, device: [String: String], claimEmail: Bool,
                     logger: Logger) throws(AuthError) -> Creation {
         let identity = proof.identity
+        try minted.hooks.beforeUserCreated(logger: logger)
         let minting = minted.session(for: userID)
         let (sessionID, family, refresh) = (minting.sessionID, minting.family, minting.refresh)
-        // A new user has no app metadata yet.
-        var issued = try minted.tokens(for: userID, appMetadata: [:])
         let now = clock.nowSeconds
         let linked = LinkedIdentity(provider: identity.provider, subject: identity.subject, email: identity.email, linkedAt: now)
         var profile = UserProfile(userID: userID, email: identity.email, emailVerified: identity.emailVerified,
@@ -148,6 +159,8 @@ struct SignInFlow: Sendable {
         profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [linked])
+        // A new user has no app metadata yet.
+        var issued = try minted.tokens(for: user, appMetadata: [:])
         let session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
         let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
         issued.refreshTokenLifetime = refreshToken.expiresAt - now
@@ -190,9 +203,10 @@ struct SignInFlow: Sendable {
                 try deletion.finish(userID: userID, logger: logger)
                 return .userDeleted
             }
+            try minted.hooks.beforeSignIn(user, logger: logger)
             // Before the write, as every mint is; the transaction's version condition makes sure
             // the metadata signed is the metadata committed.
-            var issued = try minted.tokens(for: userID, appMetadata: user.profile.appMetadata)
+            var issued = try minted.tokens(for: user, appMetadata: user.profile.appMetadata)
             if user.profile.activeSessions[sessionID] != nil, let opened = try store.session(userID: userID, sessionID: sessionID) {
                 // An earlier attempt of this sign-in committed though its answer was lost (a
                 // transaction retried after a timeout): the session is open, with these tokens.
@@ -262,17 +276,19 @@ struct MintedSession: Sendable {
 /// it was) but outside its optimistic retries: at most once per user the sign-in lands on (one,
 /// unless a race moves the identity to another user), never once per lost race. The access
 /// token carries the app metadata of the user as read: only an operator's change between two
-/// attempts signs it again.
+/// attempts signs it again. The sign-in's hooks go with it, asked as rarely.
 struct MintedSessions {
     let tokens: any TokenIssuing
     let random: any RandomSource
     let logger: Logger
+    var hooks: SignInHooks
     private var sessions: [String: MintedSession] = [:]
     private var issued: [String: (appMetadata: [String: JSONValue], tokens: IssuedTokens)] = [:]
 
-    init(tokens: any TokenIssuing, random: any RandomSource, logger: Logger) {
+    init(tokens: any TokenIssuing, random: any RandomSource, hooks: SignInHooks, logger: Logger) {
         self.tokens = tokens
         self.random = random
+        self.hooks = hooks
         self.logger = logger
     }
 
@@ -286,11 +302,14 @@ struct MintedSessions {
         return minted
     }
 
-    mutating func tokens(for userID: String, appMetadata: [String: JSONValue]) throws(AuthError) -> IssuedTokens {
+    mutating func tokens(for user: UserView, appMetadata: [String: JSONValue]) throws(AuthError) -> IssuedTokens {
+        let userID = user.profile.userID
         if let minted = issued[userID], minted.appMetadata == appMetadata { return minted.tokens }
         let session = session(for: userID)
         let tokens = try tokens.issueTokens(userID: userID, sessionID: session.sessionID, refresh: session.refresh, anonymous: false,
-                                            appMetadata: appMetadata, logger: logger)
+                                            appMetadata: appMetadata,
+                                            claimsHook: hooks.accessTokenClaims(user: user.json, sessionID: session.sessionID),
+                                            logger: logger)
         issued[userID] = (appMetadata, tokens)
         return tokens
     }

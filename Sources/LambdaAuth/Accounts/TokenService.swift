@@ -5,9 +5,11 @@ import Synchronization
 /// form and credentials for a session, and checking an access token.
 protocol TokenIssuing: Sendable {
     /// `anonymous`: the user is a guest (`is_anonymous` in the access token); `appMetadata`: the
-    /// user's, as the claim `app_metadata` (contract section 17).
+    /// user's, as the claim `app_metadata` (contract section 17); `claimsHook`: the app's
+    /// `accessTokenClaims` hook for this token (contract section 19), asked here unless the flow
+    /// asked it before its write.
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens
+                     appMetadata: [String: JSONValue], claimsHook: AccessTokenClaimsCall, logger: Logger) throws(AuthError) -> IssuedTokens
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims
 }
 
@@ -67,13 +69,16 @@ final class TokenService: TokenIssuing, Sendable {
     /// Sign-in does it before its write, so a failure (no key, STS down) leaves the store as it
     /// was; refresh after its rotation commits, so that lost races never cost an STS call each.
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens {
+                     appMetadata: [String: JSONValue], claimsHook: AccessTokenClaimsCall, logger: Logger) throws(AuthError) -> IssuedTokens {
+        // The hook first: refused, it leaves even a new store's dev key uncreated.
+        var hook = claimsHook
+        let hookClaims = try hook.claims(logger: logger)
         guard let issuer = try accessTokenIssuer(create: true, logger: logger) else {
             throw .internalError("no access-token signing key")
         }
         let now = clock.nowSeconds
         let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random, anonymous: anonymous,
-                                           appMetadata: appMetadata)
+                                           appMetadata: appMetadata, hookClaims: hookClaims)
         let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: now)
         return IssuedTokens(accessToken: accessToken, accessTokenLifetime: settings.accessTokenTTL, refreshToken: refresh.token,
                             refreshTokenLifetime: settings.refreshTokenTTL, credentials: credentials)

@@ -98,6 +98,8 @@ extension AuthConfiguration {
         try reader.bool("AUTH_EVENTS_INCLUDE_EMAIL", into: &configuration.eventsIncludeEmail)
         configuration.eventsWebhook = try reader.secureURL("AUTH_EVENTS_WEBHOOK")
         configuration.hookSecret = try hookSecret(reader)
+        configuration.hooks = try HookConfiguration.fromEnvironment(reader)
+        configuration.lambdaEndpoint = try reader.url("AWS_ENDPOINT_URL_LAMBDA")
 
         try configuration.validateCombinations(forHandlers: forHandlers)
         return configuration
@@ -122,6 +124,9 @@ extension AuthConfiguration {
             if emailSender == .ses, emailFrom == nil {
                 throw AuthConfiguration.configError("AUTH_EMAIL_FROM", "is required with AUTH_EMAIL_SENDER=ses")
             }
+        }
+        if hookSecret == nil, let urlHook = HookType.allCases.first(where: { if case .url? = hooks[$0]?.target { true } else { false } }) {
+            throw AuthConfiguration.configError("AUTH_HOOK_SECRET", "is required with a url hook in AUTH_HOOKS (\(urlHook.rawValue))")
         }
         if credentialsMode == .sts {
             guard let role = stsRoleARN, role.hasPrefix("arn:") else {

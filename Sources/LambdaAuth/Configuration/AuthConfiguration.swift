@@ -89,6 +89,10 @@ public struct AuthConfiguration: Sendable {
     /// AUTH_HOOK_SECRET, `whsec_` + base64 (at least 24 bytes): the key of Standard Webhooks
     /// signatures (contract section 19), decoded.
     public var hookSecret: [UInt8]?
+    /// AUTH_HOOKS (or AUTH_HOOKS_FILE): the app's hooks, by type (contract section 19).
+    public var hooks: [HookType: HookSettings] = [:]
+    /// AWS_ENDPOINT_URL_LAMBDA: where Lambda hooks are invoked (default: the region's endpoint).
+    public var lambdaEndpoint: String?
     public var awsCredentials: AWSCredentials?
     public var logLevel: Logger.Level = .info
     public var testMode = false

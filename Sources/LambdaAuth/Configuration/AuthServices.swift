@@ -87,6 +87,13 @@ public final class AuthServices: Sendable {
 
     var deletion: AccountDeletion { AccountDeletion(store: store, retry: retry) }
 
+    /// The app's hooks from AUTH_HOOKS, their clients over the process's HTTP client.
+    func hooks() throws(AuthError) -> Hooks {
+        try Hooks.build(configuration.hooks, secret: configuration.hookSecret, lambdaEndpoint: configuration.lambdaEndpoint,
+                        region: configuration.awsRegion, credentials: configuration.awsCredentials, http: httpClient, clock: clock,
+                        random: random)
+    }
+
     var guestSignIn: GuestSignInFlow {
         GuestSignInFlow(tokens: tokens, store: store, clock: clock, random: random, limiter: TableRateLimiter(table: table),
                         enabled: configuration.guestsEnabled, perSourceIP: RateLimit(configuration.guestRate))

@@ -16,23 +16,19 @@ struct GuestSignInFlow: Sendable {
     let enabled: Bool
     let perSourceIP: RateLimit
 
-    func signIn(device: [String: String], origin: RequestOrigin, logger: Logger) throws(AuthError) -> SignInResult {
+    /// `hooks`: a guest is a new user, so `beforeUserCreated` and its token's `accessTokenClaims`
+    /// are asked before anything is written, the rate limit's count included: a guest the hooks
+    /// refuse leaves the store exactly as it was.
+    func signIn(device: [String: String], origin: RequestOrigin, hooks: SignInHooks, logger: Logger) throws(AuthError) -> SignInResult {
         guard enabled else {
             throw AuthError(.providerNotConfigured, "guest sign-in is off (AUTH_GUEST)")
         }
-        if let sourceKey = try origin.rateLimitKey() {
-            do {
-                try limiter.consume(.guestSignInPerIP, key: sourceKey, limit: perSourceIP, now: clock.nowSeconds)
-            } catch where error.code == .rateLimited {
-                logger.warning("guest sign-in refused: rate limit", metadata: ["sourceIp": .string(sourceKey)])
-                throw error
-            }
-        }
+        var hooks = hooks
+        try hooks.beforeUserCreated(logger: logger)
         let userID = newIdentifier(random)
         let sessionID = newIdentifier(random)
         let family = RefreshFamilyKey.generate(familyID: sessionID, random: random)
         let refresh = RefreshTokenCredential(userID: userID, family: family, random: random)
-        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, appMetadata: [:], logger: logger)
         let now = clock.nowSeconds
         let expiresAt = now + store.guestTTL
         var profile = UserProfile(userID: userID, email: nil, emailVerified: false, displayName: nil, pictureURL: nil, now: now)
@@ -42,6 +38,18 @@ struct GuestSignInFlow: Sendable {
         profile.activeSessions[sessionID] = SessionActivity.next(after: [], clock: clock)
         profile.version = 1
         let user = UserView(profile: profile, identities: [])
+        var claimsHook = hooks.accessTokenClaims(user: user.json, sessionID: sessionID)
+        try claimsHook.askBeforeWrite(user: user.json, logger: logger)
+        if let sourceKey = try origin.rateLimitKey() {
+            do {
+                try limiter.consume(.guestSignInPerIP, key: sourceKey, limit: perSourceIP, now: clock.nowSeconds)
+            } catch where error.code == .rateLimited {
+                logger.warning("guest sign-in refused: rate limit", metadata: ["sourceIp": .string(sourceKey)])
+                throw error
+            }
+        }
+        var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, appMetadata: [:],
+                                            claimsHook: claimsHook, logger: logger)
         var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
         session.guestExpiresAt = expiresAt
         let token = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)

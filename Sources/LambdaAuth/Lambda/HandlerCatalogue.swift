@@ -4,12 +4,18 @@
 /// which needs no build), so each entry keeps `public static let x = HandlerEntry(name: "…"` on
 /// one line; authctl, the bench and the tests read `HandlerCatalogue.all`.
 public enum HandlerCatalogue {
-    public static let signin = HandlerEntry(name: "signin", routes: [.post("/auth/signin")]) { services in
-        SignInHandler(flow: services.signIn)
+    // The two handlers that issue access tokens and open sessions are the only ones that build
+    // the app's hooks (contract section 19): no other handler's start can fail on them.
+    public static let signin = HandlerEntry(name: "signin", routes: [.post("/auth/signin")]) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
+        var flow = services.signIn
+        flow.hooks = try services.hooks()
+        return SignInHandler(flow: flow)
     }
 
-    public static let refresh = HandlerEntry(name: "refresh", routes: [.post("/auth/refresh")]) { services in
-        RefreshHandler(flow: services.refresh)
+    public static let refresh = HandlerEntry(name: "refresh", routes: [.post("/auth/refresh")]) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
+        var flow = services.refresh
+        flow.hooks = try services.hooks()
+        return RefreshHandler(flow: flow)
     }
 
     public static let linkProvider = HandlerEntry(name: "link-provider", routes: [

@@ -77,11 +77,14 @@ public struct InvocationContext: Sendable {
     public var logger: Logger
     /// Epoch milliseconds by which Lambda wants the answer (the Runtime API's deadline), if known.
     public var deadlineMilliseconds: Int64?
+    /// The hooks this invocation called, for its event line (contract section 19).
+    public var hooks: HookLedger
 
-    public init(requestID: String, logger: Logger, deadlineMilliseconds: Int64? = nil) {
+    public init(requestID: String, logger: Logger, deadlineMilliseconds: Int64? = nil, hooks: HookLedger = HookLedger()) {
         self.requestID = requestID
         self.logger = logger
         self.deadlineMilliseconds = deadlineMilliseconds
+        self.hooks = hooks
     }
 }
 

@@ -8,7 +8,7 @@ public struct RefreshHandler: RequestHandler {
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
         let presented = try RequestBody(request.body).requiredString("refreshToken", maximumBytes: 1024)
-        let result = try flow.refresh(presented, logger: context.logger)
+        let result = try flow.refresh(presented, hookRequest: HookRequest(request, context: context), logger: context.logger)
         let session: JSONValue = ["id": .string(result.sessionID), "createdAt": .string(Timestamps.format(result.sessionCreatedAt))]
         return InvocationResponse(body: [
             "user": result.user, "session": session, "tokens": result.tokens.json, "credentials": result.tokens.credentials.json,

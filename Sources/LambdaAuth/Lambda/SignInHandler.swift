@@ -7,7 +7,8 @@ public struct SignInHandler: RequestHandler {
 
     public func handle(_ request: InvocationRequest, context: InvocationContext) throws -> InvocationResponse {
         try request.requireMethod("POST")
-        let result = try flow.signIn(SignInRequest(body: RequestBody(request.body), origin: request.origin), logger: context.logger)
+        let result = try flow.signIn(SignInRequest(body: RequestBody(request.body), origin: request.origin,
+                                                   hookRequest: HookRequest(request, context: context)), logger: context.logger)
         return InvocationResponse(body: [
             "user": result.user.json, "isNewUser": .bool(result.isNewUser), "session": result.session.json,
             "tokens": result.tokens.json, "credentials": result.tokens.credentials.json,

@@ -14,19 +14,24 @@ public enum EmbeddedMetrics {
 
     /// The metrics of one request: `requests` (Count, 1) and `duration` (Milliseconds), under the
     /// dimensions `handler` and `outcome`, and under `outcome` alone so that an alarm can watch one
-    /// outcome across every handler (the template's alarms do).
-    public static func line(namespace: String, handler: String, outcome: String, milliseconds: Double, at now: Double) -> String {
+    /// outcome across every handler (the template's alarms do). `hookMilliseconds`: the time a
+    /// request spent in the app's hooks, as `hookDuration`, when it called any (contract section 19).
+    public static func line(namespace: String, handler: String, outcome: String, milliseconds: Double,
+                            hookMilliseconds: Double? = nil, at now: Double) -> String {
+        var metrics: [JSONValue] = [["Name": "requests", "Unit": "Count"], ["Name": "duration", "Unit": "Milliseconds"]]
+        if hookMilliseconds != nil { metrics.append(["Name": "hookDuration", "Unit": "Milliseconds"]) }
         let directive: JSONValue = [
             "Namespace": .string(namespace),
             "Dimensions": [["handler", "outcome"], ["outcome"]],
-            "Metrics": [["Name": "requests", "Unit": "Count"], ["Name": "duration", "Unit": "Milliseconds"]],
+            "Metrics": .array(metrics),
         ]
-        let document: JSONValue = [
+        var document: [String: JSONValue] = [
             "_aws": ["Timestamp": .number(Int64(now * 1000)), "CloudWatchMetrics": [directive]],
             "handler": .string(handler), "outcome": .string(outcome),
             "requests": 1, "duration": .number(JSONDecimal(milliseconds).description),
         ]
-        return document.serialized()
+        if let hookMilliseconds { document["hookDuration"] = .number(JSONDecimal(hookMilliseconds).description) }
+        return JSONValue.object(document).serialized()
     }
 
     /// CloudWatch's rule for a namespace: 1 to 255 of `0-9A-Za-z.-_/#:` and space, at least one

@@ -28,6 +28,11 @@ public struct RequestReport: Sendable {
         var metadata: Logger.Metadata = ["event": .string(event.name), "status": .number(response.status),
                                          "durationMs": .decimal(milliseconds)]
         for (name, value) in event.fields { metadata[name] = .string(value) }
+        let hookMilliseconds = context.hooks.milliseconds
+        if let hooks = context.hooks.names, let hookMilliseconds {
+            metadata["hook"] = .string(hooks)
+            metadata["hookMs"] = .decimal(hookMilliseconds)
+        }
         var logger = context.logger
         logger.logLevel = .trace
         logger.log(level: response.status >= 500 ? .error : response.status >= 400 ? .warning : .info,
@@ -35,7 +40,7 @@ public struct RequestReport: Sendable {
         if settings.metrics == .emf {
             metricsSink(EmbeddedMetrics.line(namespace: settings.metricsNamespace, handler: handler,
                                               outcome: SecurityEvent.outcome(of: response), milliseconds: milliseconds,
-                                              at: SystemClock().now()))
+                                              hookMilliseconds: hookMilliseconds, at: SystemClock().now()))
         }
     }
 }

@@ -1,4 +1,3 @@
-import Crypto
 import LambdaAuth
 import Logging
 #if canImport(Glibc)
@@ -71,10 +70,8 @@ public final class EventsWebhook: Sendable {
         logger.warning("the events webhook did not accept an event", metadata: ["eventId": .string(event.id), "type": .string(event.type.rawValue)])
     }
 
-    /// Standard Webhooks' `v1` signature.
+    /// Standard Webhooks' `v1` signature, as the app's URL hooks are signed.
     public static func signature(id: String, timestamp: String, body: [UInt8], secret: [UInt8]) -> String {
-        let signed = Array("\(id).\(timestamp).".utf8) + body
-        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: secret))
-        return "v1," + Base64.encoded(Array(mac))
+        StandardWebhookSignature.v1(id: id, timestamp: timestamp, body: body, secret: secret)
     }
 }

@@ -50,7 +50,7 @@ public enum OpenAPIDocument {
 
     static let operations: [String: Operation] = [
         "POST /auth/signin": Operation(summary: "Sign in with an ID token, an email code or as a guest", request: ref("SignInRequest"),
-                                       success: ("200", ref("SignInResponse")), errorStatuses: ["401", "409", "429", "502"]),
+                                       success: ("200", ref("SignInResponse")), errorStatuses: ["401", "403", "409", "429", "502"]),
         "POST /auth/refresh": Operation(summary: "Rotate a refresh token", request: ref("RefreshRequest"),
                                         success: ("200", ref("SessionResponse")), errorStatuses: ["401"]),
         "POST /auth/link": Operation(summary: "Link another identity to the caller", request: ref("LinkRequest"),

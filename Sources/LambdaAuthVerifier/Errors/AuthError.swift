@@ -49,16 +49,21 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case passkeyNotFound = "PASSKEY_NOT_FOUND"
     case passkeyAlreadyRegistered = "PASSKEY_ALREADY_REGISTERED"
     case passkeyLimitReached = "PASSKEY_LIMIT_REACHED"
+    /// The app's sign-up or sign-in hook said no (contract section 19); the message is the hook's.
+    case hookDenied = "HOOK_DENIED"
+    /// A hook whose `onError` is `deny` gave no usable answer: nothing was written, try again.
+    case hookUnavailable = "HOOK_UNAVAILABLE"
 
     public var status: Int {
         switch self {
         case .invalidRequest, .unsupportedProvider, .providerNotConfigured: return 400
         case .sessionNotFound, .notFound, .passkeyNotFound: return 404
+        case .hookDenied: return 403
         case .rateLimited: return 429
         case .providerUnavailable: return 502
         case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity, .passkeyAlreadyRegistered, .passkeyLimitReached: return 409
         case .configError, .internal: return 500
-        case .jwksUnavailable, .storeUnavailable, .credentialsUnavailable: return 503
+        case .jwksUnavailable, .storeUnavailable, .credentialsUnavailable, .hookUnavailable: return 503
         default: return 401
         }
     }

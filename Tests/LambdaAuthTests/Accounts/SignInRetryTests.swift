@@ -15,10 +15,10 @@ import Testing
         init(_ base: TokenService) { self.base = base }
 
         func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                         appMetadata: [String: JSONValue], logger: Logger) throws(AuthError) -> IssuedTokens {
+                         appMetadata: [String: JSONValue], claimsHook: AccessTokenClaimsCall, logger: Logger) throws(AuthError) -> IssuedTokens {
             minted.withLock { $0 += 1 }
             return try base.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: anonymous,
-                                        appMetadata: appMetadata, logger: logger)
+                                        appMetadata: appMetadata, claimsHook: claimsHook, logger: logger)
         }
 
         func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims {

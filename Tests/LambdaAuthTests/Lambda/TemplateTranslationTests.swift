@@ -74,6 +74,20 @@ import Testing
     }
 
     /// The check itself can fail: a template with each mistake it looks for.
+    /// The Hooks parameter reaches the two functions that call hooks, and no other (contract section 19).
+    @Test func onlySigninAndRefreshAreGivenTheHooks() throws {
+        let hooks = #"{"beforeSignIn": {"lambda": "banned-users"}}"#
+        let translated = try Self.translate(parameters: [
+            "Issuer": "https://auth.example.test", "Hooks": .string(hooks),
+            "HookFunctionArns": "arn:aws:lambda:us-east-1:123456789012:function:banned-users",
+        ])
+        #expect(translated["problems"] == [], "\(translated["problems"]?.serialized() ?? "")")
+        for handler in HandlerNames.all where handler != "authorizer" {
+            let value = translated["functions"]?[handler]?["environment"]?["AUTH_HOOKS"]
+            #expect(value == (["signin", "refresh"].contains(handler) ? .string(hooks) : nil), "\(handler): \(value?.serialized() ?? "none")")
+        }
+    }
+
     @Test func aTemplateWithMistakesIsCaught() throws {
         let directory = TestSupport.temporaryDirectory("template")
         defer { TestSupport.removeTree(directory) }
