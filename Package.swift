@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "apple-notifications", targets: ["apple-notifications"]),
         .executable(name: "otp-start", targets: ["otp-start"]),
         .executable(name: "passkey", targets: ["passkey"]),
+        .executable(name: "mfa", targets: ["mfa"]),
         .executable(name: "authorizer", targets: ["authorizer"]),
         .executable(name: "events", targets: ["events"]),
         .executable(name: "authctl", targets: ["authctl"]),
@@ -95,6 +96,7 @@ let package = Package(
         .executableTarget(name: "apple-notifications", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "otp-start", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "passkey", dependencies: ["LambdaAuth"]),
+        .executableTarget(name: "mfa", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "authorizer", dependencies: ["LambdaAuth"]),
         .executableTarget(name: "events", dependencies: ["LambdaAuth"]),
         .executableTarget(

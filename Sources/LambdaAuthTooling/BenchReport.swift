@@ -46,6 +46,7 @@ public enum BenchReport {
         | `signing` | RS256 beside ES256 access tokens: warm sign-in and refresh, and a whole sign-in |
         | `oidc` | a returning user of a configured OpenID Connect provider beside a returning Google user, and the fetches the timed sign-ins made (target: 0) |
         | `passkeys` | a returning user's passkey sign-in (ES256, a fresh challenge and a higher sign count each time) beside a returning Google user, warm and whole process |
+        | `mfa` | a returning sign-in beside the same sign-in of a user with a second factor (403 `MFA_REQUIRED`) and the `mfa` challenge that completes it, whole processes in turn; the DynamoDB requests of both are in `aws` (target: 3 each) |
         | `aws` | the flows on DynamoDB and STS as moto_server implements them, beside the local store (moto is a local Python process: the code path, not AWS's latency), and the DynamoDB requests each flow makes |
         | `serve` | sign-in and refresh through `authctl serve` beside the same through the Runtime API (`AUTH_BENCH_SERVE_ROUNDS` sign-ins, twice as many refreshes) |
         | `go-peer` | a returning user's Google sign-in beside the Go peer doing the same work (`../shared/peers/go_signin`, built with Debian's Go on its `log` store), 200 users each: whole processes alternating, then warm (ours through the Runtime API, the peer's resident loop), with ES256 and with RS256 access tokens (the peer signs ES256), and ours / Go (target: ≤ 0.8×) |

@@ -78,6 +78,18 @@ enum AWSBench {
             target: "<= 3")
         row("link-provider (unlink)", requests("link-provider", ["provider": "apple", "action": "unlink", "accessToken": accessToken]).operations,
             target: "<= 2")
+        // Issue 41: a user with an active factor (enrolled uncounted): the sign-in answered
+        // MFA_REQUIRED, then the challenge that opens the session.
+        if let factorUser = MFABench.enrol(world, subject: "count-mfa", now: now) {
+            var before = proxy.operations.count
+            let pending = MFABench.pendingSignIn(world, factorUser)
+            row("signin of a user with a second factor (403 MFA_REQUIRED)", Array(proxy.operations.dropFirst(before)), target: "<= 3")
+            before = proxy.operations.count
+            let opened = pending.flatMap { MFABench.challenge(world, factorUser, mfaToken: $0.mfaToken) }
+            row("mfa challenge" + (opened?.body["tokens"] == nil ? " (refused!)" : ""), Array(proxy.operations.dropFirst(before)), target: "<= 3")
+        } else {
+            table.add("aws", "DynamoDB requests, signin with a second factor", "no factor could be enrolled")
+        }
         // A returning user's passkey: registered, and its challenge asked for, uncounted.
         guard var holder = PasskeyBench.Holder(world, subject: "count-passkey") else {
             table.add("aws", "DynamoDB requests, signin with a passkey", "no passkey could be registered")

@@ -8,7 +8,7 @@ struct BenchSection {
 
 enum BenchSections {
     /// Each concern adds its section here.
-    static var all: [BenchSection] { [VerificationBench.section, StoreBench.section, ImportBench.section, RuntimeBench.section, FloorBench.section, StartupBench.section, FlowBench.section, SigningBench.section, OIDCBench.section, PasskeyBench.section, AWSBench.section, ServeBench.section, GoPeerBench.section, RevocationBench.section, EventsBench.section, HookBench.section] }
+    static var all: [BenchSection] { [VerificationBench.section, StoreBench.section, ImportBench.section, RuntimeBench.section, FloorBench.section, StartupBench.section, FlowBench.section, SigningBench.section, OIDCBench.section, PasskeyBench.section, MFABench.section, AWSBench.section, ServeBench.section, GoPeerBench.section, RevocationBench.section, EventsBench.section, HookBench.section] }
 }
 
 /// Rows of `measurement | value | unit | target`, printed as one aligned table.

@@ -30,19 +30,28 @@ enum EventsBench {
         changeLogCost(&table)
     }
 
-    static func handlerInvocation(_ table: inout BenchTable) {
-        guard let bridge = try? LoopbackHTTPServer(responder: { request in
+    /// An EventBridge on loopback that accepts every entry at once.
+    static func loopbackEventBridge() -> LoopbackHTTPServer? {
+        try? LoopbackHTTPServer(responder: { request in
             let count = ((try? JSONValue.parse(request.body))?["Entries"]?.arrayValue ?? []).count
             let entries = JSONValue.array((0..<count).map { ["EventId": .string("e-\($0)")] })
             return .json(["FailedEntryCount": 0, "Entries": entries], headers: [("Content-Type", "application/x-amz-json-1.1")])
-        }) else {
+        })
+    }
+
+    /// What `events` needs to publish to `bridge`.
+    static func environment(publishingTo bridge: LoopbackHTTPServer) -> [String: String] {
+        ["AUTH_EVENT_BUS": "bench-bus", "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIDBENCH",
+         "AWS_SECRET_ACCESS_KEY": "bench-secret", "AWS_ENDPOINT_URL_EVENTS": bridge.baseURL]
+    }
+
+    static func handlerInvocation(_ table: inout BenchTable) {
+        guard let bridge = loopbackEventBridge() else {
             table.add("events", "warm events invocation", "no loopback EventBridge could start")
             return
         }
         defer { bridge.stop() }
-        let environment = ["AUTH_EVENT_BUS": "bench-bus", "AUTH_ISSUER": "https://auth.example.test", "AWS_REGION": "eu-west-1",
-                           "AWS_ACCESS_KEY_ID": "AKIDBENCH", "AWS_SECRET_ACCESS_KEY": "bench-secret",
-                           "AWS_ENDPOINT_URL_EVENTS": bridge.baseURL, "AUTH_LOG_LEVEL": "warning"]
+        let environment = environment(publishingTo: bridge).merging(["AUTH_ISSUER": "https://auth.example.test", "AUTH_LOG_LEVEL": "warning"]) { $1 }
         let event = batch()
         switch ResidentHandler.measure(ProcessRunner.executable("events"), environment: environment, warmUp: warmUp, count: warmRuns,
                                        event: { _ in event }) {

@@ -19,7 +19,8 @@ enum EveryHandlerBench {
                 table.add("floor", "\(handler) whole process", "no request for it in HandlerRequests")
                 continue
             }
-            switch wholeProcess(executable.path, environment: world.environment, event: event) {
+            let environment = whole.environment(for: handler, world)
+            switch wholeProcess(executable.path, environment: environment, event: event) {
             case .success(let samples):
                 let median = percentile(samples, 0.5)
                 table.add("floor", "\(handler) whole process, stdin mode (\(executable.label)), median of \(FloorBench.runs)",
@@ -27,7 +28,8 @@ enum EveryHandlerBench {
             case .failure(let reason):
                 table.add("floor", "\(handler) whole process", reason.description)
             }
-            switch ResidentHandler.measure(executable.path, environment: world.environment, warmUp: warmUp, count: warmRuns, event: warmEvent) {
+            switch ResidentHandler.measure(executable.path, environment: warm.environment(for: handler, world), warmUp: warmUp, count: warmRuns,
+                                           event: warmEvent) {
             case .success(let samples):
                 table.add("floor", "warm \(handler) invocation through the Runtime API (\(executable.label)), median / p99 of \(warmRuns)",
                           format(percentile(samples, 0.5), decimals: 3) + " / " + format(percentile(samples, 0.99), decimals: 3) + " ms")
@@ -59,11 +61,20 @@ enum EveryHandlerBench {
 
 /// One request per handler and index, each answerable on its own: a returning user's sign-in, a
 /// link and an unlink of Apple in turn, that user's sessions, the JWKS document, an Apple
-/// notification about nobody, a code to a new address, the caller's passkeys; refresh, signout and delete-account each
-/// act on a guest of their own per index (signed in beforehand, not timed), as they use up what
-/// they act on.
+/// notification about nobody, a code to a new address, the caller's passkeys and second factor,
+/// the authorizer asked about the caller's token, a stream batch of 100 new sessions published
+/// to a loopback EventBridge; refresh, signout and delete-account each act on a guest of their
+/// own per index (signed in beforehand, not timed), as they use up what they act on.
 struct HandlerRequests {
     let events: [String: (Int) -> JSONValue]
+    /// Lives as long as the requests: `events` publishes to it.
+    private let eventBridge: LoopbackHTTPServer
+
+    /// The world's environment, and what `events` needs beside it.
+    func environment(for handler: String, _ world: FlowBench.World) -> [String: String] {
+        guard handler == HandlerCatalogue.events.name else { return world.environment }
+        return world.environment.merging(EventsBench.environment(publishingTo: eventBridge)) { $1 }
+    }
 
     init?(_ world: FlowBench.World, count: Int) {
         let now = SystemClock().nowSeconds
@@ -77,6 +88,16 @@ struct HandlerRequests {
         func guests() -> [JSONValue] { (0..<count).compactMap { _ in world.invoke("signin", ["provider": "guest"]).body["tokens"] } }
         let refreshing = guests(), signingOut = guests(), deleting = guests()
         guard [refreshing, signingOut, deleting].allSatisfy({ $0.count == count }) else { return nil }
+        guard let bridge = EventsBench.loopbackEventBridge() else { return nil }
+        eventBridge = bridge
+        let bearer = "Bearer " + (accessToken.stringValue ?? "")
+        let authorization: JSONValue = [
+            "version": "2.0", "type": "REQUEST", "routeKey": "GET /example/whoami", "rawPath": "/example/whoami",
+            "routeArn": "arn:aws:execute-api:eu-west-1:123456789012:bench/$default/GET/example/whoami",
+            "identitySource": [.string(bearer)], "headers": ["authorization": .string(bearer)],
+            "requestContext": ["http": ["method": "GET", "path": "/example/whoami", "sourceIp": "203.0.113.7"], "requestId": "bench"],
+        ]
+        let streamBatch = EventsBench.batch()
         let notification: (Int) -> JSONValue = { index in
             let payload = try? world.identityProvider.appleNotification(type: "email-enabled", subject: "000999.bench-nobody",
                                                                         audience: "com.example.bench", id: "bench-\(index)", now: now)
@@ -96,6 +117,9 @@ struct HandlerRequests {
             "apple-notifications": notification,
             "otp-start": { ["email": .string("every-\(count)-\($0)@example.com")] },
             "passkey": { _ in ["action": "list", "accessToken": accessToken] },
+            "mfa": { _ in ["action": "status", "accessToken": accessToken] },
+            "authorizer": { _ in authorization },
+            "events": { _ in streamBatch },
         ]
     }
 }

@@ -57,6 +57,9 @@ enum FlowBench {
             "AUTH_EMAIL": "on", "AUTH_EMAIL_SENDER": "outbox:" + directory + "/outbox", "AUTH_OTP_RATE": "1000",
             // Required on DynamoDB (the local store would keep a dev key itself).
             "AUTH_OTP_KEY": "YmVuY2gtb3RwLWtleS0wMTIzNDU2Nzg5YWJjZGVmMDE=",
+            // Second factors (the mfa section; users without one sign in as before). The data key
+            // is required on DynamoDB as well.
+            "AUTH_MFA": "optional", "AUTH_DATA_KEY": "YmVuY2gtbWZhLWRhdGEta2V5LTAxMjM0NTY3ODlhYmM=",
             // ES256, so that every row keeps measuring what it measured before RS256; the signing
             // section sets each algorithm itself and names it in its rows.
             "AUTH_SIGNING_KEYS": benchSigningKeys[.es256]!,

@@ -36,7 +36,8 @@ enum SymbolOrder {
                 return false
             }
             let arguments = ["--tool=callgrind", "--demangle=no", "--compress-strings=no", "--callgrind-out-file=" + profile, binary]
-            let output = try? ProcessRunner.run("/usr/bin/env", arguments: ["valgrind"] + arguments, environment: world.environment,
+            let output = try? ProcessRunner.run("/usr/bin/env", arguments: ["valgrind"] + arguments,
+                                                environment: requests.environment(for: handler, world),
                                                 stdin: event(0).serializedBytes())
             guard let output, output.exitCode == 0, output.json?["error"] == nil, let text = try? FileSystem.readFile(profile) else {
                 writeStandardErrorLine("auth-bench: \(handler) did not answer under valgrind (is it installed?): "

@@ -148,6 +148,17 @@ struct PlaceholderFiller {
             return signingKeys.key(named: words[1], algorithm: algorithm).pemRepresentation
         }
         if head == "dataKey", words.count == 2 { return try dataKey(named: words[1]) }
+        if head == "totpCode" || head == "wrongTotpCode", words.count == 2 || words.count == 3 {
+            // What the user's authenticator app shows at this step's clock (`offset=SECONDS` moves
+            // it): the TOTP code of a base32 secret, usually a `$saved` one from totp-enroll.
+            let secret = words[1].hasPrefix("$") ? saved[String(words[1].dropFirst())] : words[1]
+            let options = try PlaceholderFiller.options(words.dropFirst(2))
+            let offset = words.count == 3 ? options["offset"].flatMap { Int64($0) } : 0
+            guard let secret, let offset, let code = AuthenticatorApp.code(base32Secret: secret, at: now + offset) else {
+                throw CommandFailure("{{\(placeholder)}}: needs a base32 secret (or a $saved one) and at most offset=SECONDS")
+            }
+            return head == "totpCode" ? code : (code == "000000" ? "000001" : "000000")
+        }
         if head == "oidcIssuer", words.count == 2 {
             guard let oidcIssuers else { throw CommandFailure("{{oidcIssuer \(words[1])}} needs the scenario's oidcIssuers") }
             return try oidcIssuers.baseURL(of: words[1])
@@ -165,7 +176,7 @@ struct PlaceholderFiller {
             return head == "emailCode" ? code : (code == "000000" ? "000001" : "000000")
         }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple|CONFIGURED key=value...}}, {{oidcIssuer NAME}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{signingKey NAME [alg=RS256|ES256]}}, {{passkeyRegistration NAME challenge=… handle=…}}, {{passkeyAssertion NAME challenge=…}} (a whole string) or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple|CONFIGURED key=value...}}, {{oidcIssuer NAME}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{totpCode SECRET [offset=SECONDS]}}, {{wrongTotpCode SECRET}}, {{signingKey NAME [alg=RS256|ES256]}}, {{passkeyRegistration NAME challenge=… handle=…}}, {{passkeyAssertion NAME challenge=…}} (a whole string) or {{$name}}")
         }
         let options = try PlaceholderFiller.options(words.dropFirst(2))
         guard ProviderName.idTokenProviders.contains(where: { $0.rawValue == words[1] }) else {

@@ -52,7 +52,11 @@ struct KeyCommands: ParsableCommand {
             guard let keys = configuration.dataKeys else {
                 throw CommandFailure("\(DataKeys.variable) (or AUTH_DATA_KEY) is not set: there is no key to re-seal under")
             }
-            let outcome = try ProviderTokenReseal.run(table: makeTable(configuration, clock: configuration.clock), keys: keys)
+            let table = try makeTable(configuration, clock: configuration.clock)
+            // Second-factor secrets first: the provider tokens' pass ends by erasing old copies.
+            let factors = try SecondFactorReseal.run(table: table, keys: keys)
+            let outcome = try ProviderTokenReseal.run(table: table, keys: keys)
+            print("second factors: re-sealed \(factors.resealed), already under the first key \(factors.alreadyCurrent)")
             print("re-sealed \(outcome.resealed), already under the first key \(outcome.alreadyCurrent)")
         }
     }

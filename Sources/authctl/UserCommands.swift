@@ -10,7 +10,7 @@ import Glibc
 struct UserCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users", abstract: "Show or delete one user, import users from another system, or prune expired guests (AUTH_STORE names the store).",
-        subcommands: [Show.self, Passkeys.self, SetMetadata.self, Delete.self, Import.self, PruneGuests.self])
+        subcommands: [Show.self, Passkeys.self, SetMetadata.self, MFAReset.self, Delete.self, Import.self, PruneGuests.self])
 
     static func administration() throws -> AccountAdministration {
         try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning)).administration
@@ -68,6 +68,22 @@ struct UserCommands: ParsableCommand {
                 throw CommandFailure("no user \(userID)")
             }
             print(JSONValue.object(["user": user]).prettyPrinted())
+        }
+    }
+
+    struct MFAReset: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "mfa-reset",
+            abstract: "Remove the user's second factor and recovery codes (a user who lost both); its sessions stay.",
+            discussion: "Publishes mfa.removed as any removal does. The user signs in with one factor until enrolling again.")
+
+        @Argument(help: "The user id.") var userID: String
+
+        func run() throws {
+            guard let removed = try UserCommands.administration().resetSecondFactor(userID, logger: Logger.jsonLines(level: .info)) else {
+                throw CommandFailure("no user \(userID)")
+            }
+            print(JSONValue.object(["removed": .bool(removed), "userId": .string(userID)]).prettyPrinted())
         }
     }
 

@@ -90,3 +90,16 @@ private final class FaultBox: Sendable {
     func response(for operation: String) -> LoopbackHTTPServer.Response? { responses.withLock { $0[operation] } }
     func set(_ response: LoopbackHTTPServer.Response?, for operation: String) { responses.withLock { $0[operation] = response } }
 }
+
+extension FlowWorld {
+    /// Runs a handler whose DynamoDB requests go through `proxy`: its answer and the requests it
+    /// made, in order (the request-budget tests).
+    public func countedRun(_ handler: String, _ event: [String: JSONValue], through proxy: DynamoDBProxy) throws -> (JSONValue, [String]) {
+        let before = proxy.operations.count
+        let output = run(handler, .object(event))
+        guard let body = output.responseBody else {
+            throw TestSupport.PeerFailure(description: "\(handler) answered nothing: \(output.stdoutText) \(output.stderrText.suffix(400))")
+        }
+        return (body, Array(proxy.operations.dropFirst(before)))
+    }
+}

@@ -63,7 +63,8 @@ import Glibc
 
     /// `code → status` of a Markdown error table's rows (`| 401 | \`CODE\` | …`).
     static func errorTable(_ markdown: String) -> [String: Int] {
-        let row = try! Regex(#"^\| *([0-9]{3}) *\| *`([A-Z_]+)` *\|"#)
+        // Codes may hold digits (AAL2_REQUIRED).
+        let row = try! Regex(#"^\| *([0-9]{3}) *\| *`([A-Z][A-Z0-9_]*)` *\|"#)
         var table: [String: Int] = [:]
         for line in markdown.split(separator: "\n") {
             if let match = String(line).firstMatch(of: row), let status = match.output[1].substring,

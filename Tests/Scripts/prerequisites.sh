@@ -111,6 +111,8 @@ test)
         || pip_install 'cloudevents==2.2.0'
     # Standard Webhooks' own verifier checks the signatures of our URL hooks (hook_peer.py).
     python_has standardwebhooks || pip_install 'standardwebhooks==1.1.0'
+    # A real authenticator's algorithm: codes made from the secret our totp-enroll uri carries (MFA tests).
+    python_has pyotp || pip_install 'pyotp==2.9.0'
     # Validates Infra/openapi.json as an OpenAPI 3.1 document (ServeTests).
     python_has openapi_spec_validator || pip_install openapi-spec-validator
     # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.

@@ -28,6 +28,9 @@ public actor AuthClient {
     private var current: StoredSession?
     /// The refresh in flight: every caller that needs a new token while it runs awaits this one.
     private var refreshing: Task<StoredSession, any Error>?
+    /// The device of each sign-in that answered MFA_REQUIRED, by its mfaToken: the server binds
+    /// the token to it, so `completeSignIn` sends it again.
+    private var challengeDevices: [String: [String: JSON]] = [:]
 
     /// How long before its expiry an access token counts as expired (a request made with it must
     /// still reach the API in time), for tokens that live four times as long or longer; a
@@ -134,7 +137,20 @@ public actor AuthClient {
             if let platform = device.platform { fields["platform"] = .string(platform) }
             body["device"] = .object(fields)
         }
-        let answer = try await transport.send("POST", "/auth/signin", body: body)
+        let answer: JSON
+        do {
+            answer = try await transport.send("POST", "/auth/signin", body: body)
+        } catch where error.mfaChallenge != nil {
+            // Kept for `completeSignIn`; a challenge lives 300 s, so only the latest few matter.
+            if challengeDevices.count >= 16 { challengeDevices.removeAll() }
+            if let token = error.mfaChallenge?.mfaToken { challengeDevices[token] = body["device"]?.objectValue ?? [:] }
+            throw error
+        }
+        return try await open(answer)
+    }
+
+    /// A sign-in's answer (or a challenge's): the session kept, the old one replaced.
+    private func open(_ answer: JSON) async throws(AuthClientError) -> User {
         let session = try session(from: answer)
         try await takingTurns { try await self.replaceHoldingTheStorage(with: session) }
         broadcaster.publish(.signedIn(session.user))
@@ -158,6 +174,100 @@ public actor AuthClient {
             _ = try? await endAtServer(replaced, scope: .session)
         }
         try keep(session)
+    }
+
+    // MARK: the second factor
+
+    /// Finishes a sign-in that answered `MFA_REQUIRED` (`error.mfaChallenge`) with the code the
+    /// authenticator app shows; the session opens at `aal2`.
+    @discardableResult
+    public func completeSignIn(mfaToken: String, code: String) async throws(AuthClientError) -> User {
+        try await completeSignIn(mfaToken: mfaToken, proof: ["code": .string(code)])
+    }
+
+    /// The same with one of the recovery codes (each works once), for a user without the phone.
+    @discardableResult
+    public func completeSignIn(mfaToken: String, recoveryCode: String) async throws(AuthClientError) -> User {
+        try await completeSignIn(mfaToken: mfaToken, proof: ["recoveryCode": .string(recoveryCode)])
+    }
+
+    private func completeSignIn(mfaToken: String, proof: [String: JSON]) async throws(AuthClientError) -> User {
+        var body = proof
+        body["action"] = "challenge"
+        body["mfaToken"] = .string(mfaToken)
+        if let device = challengeDevices[mfaToken], !device.isEmpty { body["device"] = .object(device) }
+        let answer = try await transport.send("POST", "/auth/mfa", body: body)
+        challengeDevices[mfaToken] = nil
+        return try await open(answer)
+    }
+
+    /// Starts adding a TOTP factor: its secret and `otpauth://` uri (a QR code for the app).
+    public func enrollTOTP() async throws(AuthClientError) -> TOTPEnrollment {
+        let answer = try await callerRequest("POST", "/auth/mfa", body: ["action": "totp-enroll"])
+        guard let secret = answer["secret"]?.stringValue, let uri = answer["uri"]?.stringValue else {
+            throw .invalidResponse("secret and uri are expected")
+        }
+        return TOTPEnrollment(secret: secret, uri: uri)
+    }
+
+    /// Confirms the factor with the app's first code; returns the ten recovery codes, which the
+    /// server shows this once: the app must show them to the user now.
+    public func confirmTOTP(code: String) async throws(AuthClientError) -> [String] {
+        try Self.recoveryCodes(try await callerRequest("POST", "/auth/mfa", body: ["action": "totp-confirm", "code": .string(code)]))
+    }
+
+    /// Raises this session to `aal2` with a code (or a recovery code); the new access token is
+    /// kept and handed out from now on, and the session's refreshes stay `aal2`.
+    public func stepUp(code: String? = nil, recoveryCode: String? = nil) async throws(AuthClientError) {
+        var body: [String: JSON] = ["action": "step-up"]
+        if let code { body["code"] = .string(code) }
+        if let recoveryCode { body["recoveryCode"] = .string(recoveryCode) }
+        let answer = try await callerRequest("POST", "/auth/mfa", body: body)
+        guard let tokens = answer["tokens"], let accessToken = tokens["accessToken"]?.stringValue,
+              case .number(let expiresIn)? = tokens["expiresIn"], let sessionID = answer["session"]?["id"]?.stringValue else {
+            throw .invalidResponse("a session and an access token are expected")
+        }
+        let issued = now()
+        try await takingTurns { try await self.keepSteppedUp(sessionID: sessionID, accessToken: accessToken, expiresIn: expiresIn, issued: issued) }
+    }
+
+    private func keepSteppedUp(sessionID: String, accessToken: String, expiresIn: Double, issued: Date) throws(AuthClientError) {
+        let stored: StoredSession?
+        do {
+            stored = try storage.load()
+        } catch {
+            throw .storage(error)
+        }
+        // The session as stored now (its refresh token may have rotated meanwhile); another
+        // session, or none: signed in again or out elsewhere, and this token is not theirs.
+        guard var session = stored ?? current, session.sessionID == sessionID else { return }
+        session.accessToken = accessToken
+        session.accessTokenExpiresAt = issued.addingTimeInterval(expiresIn)
+        session.accessTokenLifetime = expiresIn
+        try keep(session)
+    }
+
+    public func mfaStatus() async throws(AuthClientError) -> MFAStatus {
+        let answer = try await callerRequest("POST", "/auth/mfa", body: ["action": "status"])
+        guard case .bool(let totp)? = answer["totp"], case .number(let left)? = answer["recoveryCodesLeft"] else {
+            throw .invalidResponse("totp and recoveryCodesLeft are expected")
+        }
+        return MFAStatus(totp: totp, recoveryCodesLeft: Int(left))
+    }
+
+    /// Ten new recovery codes; the old ones stop working (needs an `aal2` session: `stepUp` first).
+    public func newRecoveryCodes() async throws(AuthClientError) -> [String] {
+        try Self.recoveryCodes(try await callerRequest("POST", "/auth/mfa", body: ["action": "recovery-codes"]))
+    }
+
+    /// Removes the factor and its recovery codes (needs an `aal2` session: `stepUp` first).
+    public func removeTOTP() async throws(AuthClientError) {
+        _ = try await callerRequest("POST", "/auth/mfa", body: ["action": "totp-remove"])
+    }
+
+    private static func recoveryCodes(_ answer: JSON) throws(AuthClientError) -> [String] {
+        guard case .array(let codes)? = answer["recoveryCodes"] else { throw .invalidResponse("recoveryCodes are expected") }
+        return codes.compactMap(\.stringValue)
     }
 
     // MARK: tokens

@@ -10,6 +10,8 @@ public struct AuthClientError: Error, Sendable, Equatable, CustomStringConvertib
     public var message: String
     /// Seconds the server asked to wait (`RATE_LIMITED`).
     public var retryAfter: Int?
+    /// `MFA_REQUIRED`: the user has a second factor; finish with `AuthClient.completeSignIn`.
+    public var mfaChallenge: MFAChallenge?
 
     public init(code: String, status: Int, retryable: Bool, message: String, retryAfter: Int? = nil) {
         self.code = code

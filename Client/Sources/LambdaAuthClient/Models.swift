@@ -122,6 +122,33 @@ public struct Device: Sendable, Equatable, Codable {
     }
 }
 
+/// A sign-in that waits for the user's second factor (`MFA_REQUIRED`): pass `mfaToken` to
+/// `AuthClient.completeSignIn` with the code the authenticator app shows, or a recovery code,
+/// within 300 s, from the same client (it sends the sign-in's device again).
+public struct MFAChallenge: Sendable, Equatable {
+    public var mfaToken: String
+    /// `totp` and `recovery`.
+    public var factors: [String]
+
+    public init(mfaToken: String, factors: [String]) {
+        self.mfaToken = mfaToken
+        self.factors = factors
+    }
+}
+
+/// A TOTP factor being added: show `uri` as a QR code (or `secret` to type in), then confirm
+/// with the first code the authenticator app shows.
+public struct TOTPEnrollment: Sendable, Equatable {
+    public var secret: String
+    public var uri: String
+}
+
+/// The signed-in user's second factor.
+public struct MFAStatus: Sendable, Equatable {
+    public var totp: Bool
+    public var recoveryCodesLeft: Int
+}
+
 /// Which sessions `signOut` ends.
 public enum SignOutScope: String, Sendable {
     /// This device's session.

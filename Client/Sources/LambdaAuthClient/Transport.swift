@@ -45,8 +45,14 @@ struct Transport: Sendable {
             if case .number(let seconds)? = error["retryAfter"] { retryAfter = Int(seconds) }
             var retryable = false
             if case .bool(let value)? = error["retryable"] { retryable = value }
-            return AuthClientError(code: code, status: status, retryable: retryable,
-                                   message: error["message"]?.stringValue ?? "", retryAfter: retryAfter)
+            var failure = AuthClientError(code: code, status: status, retryable: retryable,
+                                          message: error["message"]?.stringValue ?? "", retryAfter: retryAfter)
+            if code == "MFA_REQUIRED", let token = error["mfaToken"]?.stringValue {
+                var factors: [String] = []
+                if case .array(let names)? = error["factors"] { factors = names.compactMap(\.stringValue) }
+                failure.mfaChallenge = MFAChallenge(mfaToken: token, factors: factors)
+            }
+            return failure
         }
         let message = answer["message"]?.stringValue ?? "HTTP \(status)"
         switch status {

@@ -69,11 +69,12 @@ public struct AccessTokenIssuer: Sendable {
 
     /// `anonymous`: a guest's token also carries `"is_anonymous": true` (contract section 9).
     /// `appMetadata`: the user's (contract section 17), as the claim `app_metadata` when not empty.
+    /// `assurance`: the session's `aal` and `amr` claims (contract section 21).
     /// `hookClaims`: what the app's `accessTokenClaims` hook added (contract section 19), checked
     /// to name no reserved claim; ours are set after them, so they could not replace one anyway.
     public func issue(userID: String, sessionID: String, now: Int64, random: any RandomSource,
                       anonymous: Bool = false, appMetadata: [String: JSONValue] = [:],
-                      hookClaims: [String: JSONValue] = [:]) throws(AuthError) -> String {
+                      assurance: [String: JSONValue] = [:], hookClaims: [String: JSONValue] = [:]) throws(AuthError) -> String {
         var claims = hookClaims
         let ours: [String: JSONValue] = [
             "iss": .string(issuer), "aud": .string(audience), "sub": .string(userID), "sid": .string(sessionID),
@@ -82,6 +83,7 @@ public struct AccessTokenIssuer: Sendable {
         claims.merge(ours) { $1 }
         if anonymous { claims["is_anonymous"] = true }
         if !appMetadata.isEmpty { claims["app_metadata"] = .object(appMetadata) }
+        claims.merge(assurance) { $1 }
         do {
             return try JWSSigner.sign(header: ["typ": "JWT"], payload: claims, keyID: key.keyID, key: key.signingKey)
         } catch {

@@ -7,12 +7,13 @@ extension AccountStore {
     /// `familyBorn`: true for a new session's first token, and for the successor of a token that
     /// says so (see `RefreshTokenRecord.familyBorn`).
     func newRefreshToken(_ credential: RefreshTokenCredential, family: RefreshFamilyKey, familyBorn: Bool = true, sessionCreatedAt: Int64,
-                         user: UserSnapshot, now: Int64) -> RefreshTokenRecord {
+                         user: UserSnapshot, assurance: Assurance, now: Int64) -> RefreshTokenRecord {
         let guestExpiresAt = user.isGuest ? now + guestTTL : nil
         let expiresAt = min(now + refreshTokenTTL, sessionEnd(createdAt: sessionCreatedAt) ?? .max, guestExpiresAt ?? .max)
         var record = RefreshTokenRecord(credential: credential, family: family, familyBorn: familyBorn, createdAt: now, expiresAt: expiresAt,
                                         sessionCreatedAt: sessionCreatedAt, user: user)
         record.guestExpiresAt = guestExpiresAt
+        record.assurance = assurance
         return record
     }
 

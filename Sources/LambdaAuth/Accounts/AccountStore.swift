@@ -46,11 +46,13 @@ struct AccountStore: Sendable {
             attributes: ExpressionAttributes(values: [":pk": .s(Keys.user(userID)), ":upper": .s(Keys.profileAndIdentitiesUpperBound)])))
         var profile: UserProfile?
         var identities: [LinkedIdentity] = []
+        var secondFactor = SecondFactorItems()
         for item in items {
             if let parsed = UserProfile(item: item) { profile = parsed }
             if let identity = LinkedIdentity(userSideItem: item) { identities.append(identity) }
+            secondFactor.collect(item)
         }
-        return profile.map { UserView(profile: $0, identities: identities) }
+        return profile.map { UserView(profile: $0, identities: identities, secondFactor: secondFactor) }
     }
 
     /// A presented refresh token as the store finds it.

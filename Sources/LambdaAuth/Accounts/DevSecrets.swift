@@ -46,15 +46,30 @@ enum DevSecrets {
     /// The key of the one-time codes' hashes (32 bytes) when AUTH_OTP_KEY is not set.
     static func oneTimeCodeKey(in table: any Table, create: Bool, now: Int64, random: any RandomSource,
                                logger: Logger) throws(AuthError) -> [UInt8]? {
-        let value = try load(Keys.devOneTimeCodeKey, attribute: "secret", in: table, create: create, now: now) {
+        try randomKey(Keys.devOneTimeCodeKey, named: "one-time code key", variable: "AUTH_OTP_KEY", in: table, create: create, now: now,
+                      random: random, logger: logger)
+    }
+
+    /// The data key of second-factor secrets (32 bytes) when AUTH_DATA_KEYS is not set: the local
+    /// store only (AUTH_MFA=optional on DynamoDB requires AUTH_DATA_KEYS).
+    static func secondFactorDataKey(in table: any Table, create: Bool, now: Int64, random: any RandomSource,
+                                    logger: Logger) throws(AuthError) -> [UInt8]? {
+        try randomKey(Keys.devSecondFactorDataKey, named: "data key for second-factor secrets", variable: "AUTH_DATA_KEYS", in: table,
+                      create: create, now: now, random: random, logger: logger)
+    }
+
+    /// 32 random bytes kept as base64url under `key`, created by the first issuing use.
+    private static func randomKey(_ key: TableKey, named name: String, variable: String, in table: any Table, create: Bool, now: Int64,
+                                  random: any RandomSource, logger: Logger) throws(AuthError) -> [UInt8]? {
+        let value = try load(key, attribute: "secret", in: table, create: create, now: now) {
             Base64.urlEncoded(random.bytes(32))
         }
         if value?.created == true {
-            logger.warning("created a development one-time code key inside the local store; set AUTH_OTP_KEY in production")
+            logger.warning("created a development \(name) inside the local store; set \(variable) in production")
         }
         guard let text = value?.text else { return nil }
         guard let bytes = Base64.urlDecoded(text), bytes.count == 32 else {
-            throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the stored development one-time code key is damaged")
+            throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "the stored development \(name) is damaged")
         }
         return bytes
     }

@@ -28,6 +28,8 @@ public enum ItemEvents {
             made = session(change, userID: userID)
         } else if let provider = Keys.identityProvider(sortKey: change.key.sk) {
             made = identity(change, provider: provider, options)
+        } else if change.key.sk == Keys.secondFactorSortKey {
+            made = secondFactor(change)
         } else {
             made = nil
         }
@@ -50,6 +52,7 @@ public enum ItemEvents {
         if key.sk == Keys.profile { return profileAttributes }
         if key.sk.hasPrefix(Keys.sessionPrefix) { return sessionAttributes }
         if Keys.identityProvider(sortKey: key.sk) != nil { return identityAttributes }
+        if key.sk == Keys.secondFactorSortKey { return secondFactorAttributes }
         return nil
     }
 
@@ -57,6 +60,8 @@ public enum ItemEvents {
     static let profileAttributes = keyAttributes.union(userFields).union(["isGuest", "deletionRequestedAt"])
     static let sessionAttributes = keyAttributes.union(["status", "endedReason", "device"])
     static let identityAttributes = keyAttributes.union(["subject", "email"])
+    /// Its status alone: the sealed secret and the codes' hashes never leave the item.
+    static let secondFactorAttributes = keyAttributes.union(["status"])
 
     /// The change as its events see it: its images cut to `readAttributes(of:)`; nil when its kind
     /// publishes nothing or nothing it reads changed (as DynamoDB Streams gives no record for a
@@ -135,6 +140,17 @@ public enum ItemEvents {
         return (change.kind == .insert ? .identityLinked : .identityUnlinked, data)
     }
 
+    /// `USER#<id>` / `MFA#TOTP`: enrolled when it becomes active (a pending enrolment means
+    /// nothing yet), removed when an active one goes (`totp-remove`, `authctl users mfa-reset`).
+    static func secondFactor(_ change: ItemChange) -> (AuthEvent.EventType, [String: JSONValue])? {
+        let active = SecondFactorRecord.Status.active.rawValue
+        let wasActive = change.oldImage?["status"]?.stringValue == active
+        let isActive = change.newImage?["status"]?.stringValue == active
+        if isActive, !wasActive { return (.mfaEnrolled, ["factor": "totp"]) }
+        if wasActive, !isActive { return (.mfaRemoved, ["factor": "totp"]) }
+        return nil
+    }
+
     /// Absent and NULL say the same (no display name).
     static func same(_ a: AttributeValue?, _ b: AttributeValue?) -> Bool {
         (a ?? .null) == (b ?? .null)
@@ -160,6 +176,8 @@ public struct AuthEvent: Sendable, Equatable {
         case sessionEnded = "session.ended"
         case passkeyRegistered = "passkey.registered"
         case passkeyDeleted = "passkey.deleted"
+        case mfaEnrolled = "mfa.enrolled"
+        case mfaRemoved = "mfa.removed"
     }
 
     public var id: String

@@ -14,6 +14,9 @@ import Crypto
 /// | `USER#<userId>` | `TOKEN#<provider>` | a provider's sealed refresh token |
 /// | `USER#<userId>` | `WEBAUTHN#HANDLE` | the user's passkey handle |
 /// | `USER#<userId>` | `WEBAUTHN#CHALLENGE#<challenge>` | a passkey registration's challenge |
+/// | `USER#<userId>` | `MFA#TOTP` | the user's TOTP factor and its recovery codes' hashes |
+/// | `USER#<userId>` | `MFA#WRONG_CODES` | the wrong second-factor codes of the last hour (a rate counter) |
+/// | `USER#<userId>` | `MFA_CHALLENGE#<hash>` | a sign-in waiting for its second factor (its mfaToken's hash) |
 /// | `IDENTITY#<provider>#<subject>` | `LINK` | the link an identity signs in by |
 /// | `EMAIL#<email key>` | `USER` | the claim on a verified address |
 /// | `OTP#<address>` | `CODE` | the live one-time code |
@@ -75,6 +78,18 @@ package enum Keys {
     static func passkeyRegistrationChallenge(_ userID: String, _ challenge: [UInt8]) -> TableKey {
         TableKey(pk: user(userID), sk: "WEBAUTHN#CHALLENGE#" + Base64.urlEncoded(challenge))
     }
+
+    /// The second factor's items (contract section 21) sort between the identities and PROFILE
+    /// ("IDENTITY#" < "MFA" < "PROFILE"), so the user's Query reads them: a sign-in learns of the
+    /// factor, and a challenge finds its mfaToken and the wrong-code counter, with no read of their own.
+    static let mfaPrefix = "MFA"
+    static let secondFactorSortKey = "MFA#TOTP"
+    static func secondFactor(_ userID: String) -> TableKey { TableKey(pk: user(userID), sk: secondFactorSortKey) }
+    static let mfaWrongCodesSortKey = "MFA#WRONG_CODES"
+    static func mfaWrongCodes(_ userID: String) -> TableKey { TableKey(pk: user(userID), sk: mfaWrongCodesSortKey) }
+    static let mfaChallengePrefix = "MFA_CHALLENGE#"
+    /// By the SHA-256 of the mfaToken's secret: the table never holds a usable token.
+    static func mfaChallenge(_ userID: String, hash: String) -> TableKey { TableKey(pk: user(userID), sk: mfaChallengePrefix + hash) }
 
     /// Upper bound for a query that returns PROFILE and every IDENTITY# item of a user but none of
     /// the (possibly many) REFRESH# and SESSION# items: "IDENTITY#…" < "PROFILE" < "Q".
@@ -153,6 +168,8 @@ package enum Keys {
     static let devLegacySigningKey = TableKey(pk: devSecrets, sk: "ACCESS_TOKEN_SIGNING_KEY")
     static let devCredentialsSecret = TableKey(pk: devSecrets, sk: "CREDENTIALS_SECRET")
     static let devOneTimeCodeKey = TableKey(pk: devSecrets, sk: "OTP_KEY")
+    /// The local store's data key for second-factor secrets when AUTH_DATA_KEYS is not set.
+    static let devSecondFactorDataKey = TableKey(pk: devSecrets, sk: "MFA_DATA_KEY")
 
     // MARK: - Reading keys back
 

@@ -187,6 +187,9 @@ struct RefreshTokenRecord: Sendable {
     /// not the user's every token. False on families an earlier release began: one that moved
     /// to generations may still have tokens named otherwise.
     var familyBorn: Bool
+    /// The session's `aal` and `amr` as of this token: its refresh's access token carries them,
+    /// and its successor keeps them.
+    var assurance = Assurance.unknown
 
     init(credential: RefreshTokenCredential, family: RefreshFamilyKey, familyBorn: Bool, createdAt: Int64, expiresAt: Int64,
          sessionCreatedAt: Int64, user: UserSnapshot) {
@@ -228,6 +231,7 @@ struct RefreshTokenRecord: Sendable {
         sessionCreatedAt = item["sessionCreatedAt"].flatMap(Timestamps.parse)
         user = UserSnapshot(item: item)
         familyBorn = RefreshTokenRecord.isFamilyBorn(item)
+        assurance = Assurance(item: item)
     }
 
     static func isFamilyBorn(_ item: Item) -> Bool {
@@ -253,6 +257,7 @@ struct RefreshTokenRecord: Sendable {
         item["expiresAt"] = .s(Timestamps.format(expiresAt))
         if let sessionCreatedAt { item["sessionCreatedAt"] = .s(Timestamps.format(sessionCreatedAt)) }
         if familyBorn { item["familyBorn"] = .bool(true) }
+        if assurance != .unknown { assurance.store(in: &item) }
         user?.store(in: &item)
         item["ttl"] = .n(min(expiresAt + RefreshTokenRecord.expiredVisibility, guestExpiresAt ?? .max))
         return item
@@ -305,6 +310,8 @@ struct SessionRecord: Sendable {
     /// token. nil on sessions whose family an earlier release wrote, until its next refresh.
     var familyKey: RefreshFamilyKey?
     var liveGeneration: Int64?
+    /// How the session was proven (`aal`, `amr`), raised by a step-up.
+    var assurance = Assurance.unknown
 
     init(userID: String, sessionID: String, device: [String: String], family: RefreshFamilyKey, now: Int64) {
         self.userID = userID
@@ -332,6 +339,7 @@ struct SessionRecord: Sendable {
         status = item["status"]?.stringValue.flatMap(SessionStatus.init(rawValue:)) ?? .active
         familyKey = RefreshFamilyKey(familyID: sessionID, stored: item["familyKey"])
         liveGeneration = item["liveGeneration"]?.int64Value
+        assurance = Assurance(item: item)
     }
 
     /// The session lives as long as its live refresh token can refresh (`liveTokenExpiresAt`, which
@@ -344,6 +352,7 @@ struct SessionRecord: Sendable {
         item["status"] = .s(status.rawValue)
         if let familyKey { item["familyKey"] = familyKey.stored }
         if let liveGeneration { item["liveGeneration"] = .n(liveGeneration) }
+        if assurance != .unknown { assurance.store(in: &item) }
         item["ttl"] = .n(min(liveTokenExpiresAt, guestExpiresAt ?? .max))
         return item
     }

@@ -81,7 +81,7 @@ struct RefreshFlow: Sendable {
             let credential = RefreshTokenCredential(succeeding: secret, generation: (record.generation ?? 0) + 1, userID: record.userID,
                                                     family: family, nonce: nonce)
             let next = store.newRefreshToken(credential, family: family, familyBorn: record.familyBorn, sessionCreatedAt: sessionCreatedAt,
-                                             user: snapshot, now: now)
+                                             user: snapshot, assurance: record.assurance, now: now)
             try claimsHook.askBeforeWrite(user: snapshot.json, logger: logger)
             switch try store.rotate(record, to: next, successorNonce: nonce, refreshGrace: refreshGrace,
                                     userVersion: snapshot.profileVersion, now: now, activeAtMilliseconds: clock.nowMilliseconds) {
@@ -111,8 +111,8 @@ struct RefreshFlow: Sendable {
             }
         }
         var issued = try tokens.issueTokens(userID: grant.record.userID, sessionID: grant.record.familyID, refresh: grant.credential,
-                                            anonymous: grant.user.isGuest, appMetadata: grant.user.appMetadata, claimsHook: claimsHook,
-                                            logger: logger)
+                                            anonymous: grant.user.isGuest, appMetadata: grant.user.appMetadata,
+                                            assurance: grant.record.assurance, claimsHook: claimsHook, logger: logger)
         issued.refreshTokenLifetime = max(0, grant.record.expiresAt - clock.nowSeconds)
         return RefreshResult(user: grant.user.json, sessionID: grant.record.familyID, sessionCreatedAt: sessionCreatedAt, tokens: issued)
     }

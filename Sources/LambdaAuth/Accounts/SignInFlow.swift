@@ -37,6 +37,8 @@ struct SignInFlow: Sendable {
     let apple: AppleAccountTokens
     /// The app's hooks (contract section 19); none unless the handler's composition configures them.
     var hooks: Hooks = .none
+    /// AUTH_MFA=optional: users with an active factor get an mfaToken, not a session.
+    var secondFactor: SecondFactorGate? = nil
 
     func signIn(_ request: SignInRequest, logger: Logger) throws(AuthError) -> SignInResult {
         // The provider first: a mistyped one ("Guest") is named as such, not as a missing token.
@@ -59,7 +61,7 @@ struct SignInFlow: Sendable {
         if let ceremony = proof.ceremony {
             // The credential names its user: that user's new session, with the ceremony's writes
             // in its transaction; no one is found by the identity, no one created.
-            var minted = MintedSessions(tokens: tokens, random: random, hooks: signInHooks, logger: logger)
+            var minted = MintedSessions(tokens: tokens, random: random, hooks: signInHooks, logger: logger, assurance: .of(proof))
             switch try openSession(userID: ceremony.userID, minted: &minted, proof: proof, device: device, joining: nil,
                                    ceremony: ceremony.writes, logger: logger) {
             case .opened(let opened): result = opened
@@ -88,7 +90,7 @@ struct SignInFlow: Sendable {
         var claimEmail = verifiedEmail != nil
         // Fixed for the whole sign-in, so a lost race retries with the tokens already minted.
         let newUserID = newIdentifier(random)
-        var minted = MintedSessions(tokens: tokens, random: random, hooks: hooks, logger: logger)
+        var minted = MintedSessions(tokens: tokens, random: random, hooks: hooks, logger: logger, assurance: .of(proof))
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
                 switch try openSession(userID: userID, minted: &minted, proof: proof, device: device, joining: nil,
@@ -161,8 +163,10 @@ struct SignInFlow: Sendable {
         let user = UserView(profile: profile, identities: [linked])
         // A new user has no app metadata yet.
         var issued = try minted.tokens(for: user, appMetadata: [:])
-        let session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
-        let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
+        session.assurance = minted.assurance
+        let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user),
+                                                 assurance: minted.assurance, now: now)
         issued.refreshTokenLifetime = refreshToken.expiresAt - now
         let account = AccountStore.NewAccount(
             user: user, identity: linked, emailClaim: claimEmail ? identity.email.flatMap(EmailKey.of) : nil, session: session,
@@ -203,7 +207,14 @@ struct SignInFlow: Sendable {
                 try deletion.finish(userID: userID, logger: logger)
                 return .userDeleted
             }
+            // The app's word first: a user it refuses gets no session and no mfaToken either.
             try minted.hooks.beforeSignIn(user, logger: logger)
+            // The seam's second half: a user with an active factor gets an mfaToken, not a
+            // session, unless this proof is two factors already (contract section 21).
+            if let secondFactor, let required = try secondFactor.challenge(for: user, proof: proof, device: device, joining: joining != nil,
+                                                                           logger: logger) {
+                throw required
+            }
             // Before the write, as every mint is; the transaction's version condition makes sure
             // the metadata signed is the metadata committed.
             var issued = try minted.tokens(for: user, appMetadata: user.profile.appMetadata)
@@ -231,8 +242,10 @@ struct SignInFlow: Sendable {
             let evictedTokens = evicted.isEmpty ? [] : try store.unrevokedRefreshTokenKeys(of: userID, families: Set(evicted))
             user.profile.activeSessions[sessionID] = activity
             user.profile.version = readVersion + 1
-            let session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
-            let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+            var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
+            session.assurance = minted.assurance
+            let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user),
+                                                     assurance: minted.assurance, now: now)
             issued.refreshTokenLifetime = refreshToken.expiresAt - now
             let opening = AccountStore.SessionOpening(
                 user: user, readVersion: readVersion, joining: joining, session: session, refreshToken: refreshToken,
@@ -282,14 +295,17 @@ struct MintedSessions {
     let random: any RandomSource
     let logger: Logger
     var hooks: SignInHooks
+    /// How the sessions minted here were proven: their tokens' `aal` and `amr`.
+    let assurance: Assurance
     private var sessions: [String: MintedSession] = [:]
     private var issued: [String: (appMetadata: [String: JSONValue], tokens: IssuedTokens)] = [:]
 
-    init(tokens: any TokenIssuing, random: any RandomSource, hooks: SignInHooks, logger: Logger) {
+    init(tokens: any TokenIssuing, random: any RandomSource, hooks: SignInHooks, logger: Logger, assurance: Assurance) {
         self.tokens = tokens
         self.random = random
         self.hooks = hooks
         self.logger = logger
+        self.assurance = assurance
     }
 
     mutating func session(for userID: String) -> MintedSession {
@@ -307,7 +323,7 @@ struct MintedSessions {
         if let minted = issued[userID], minted.appMetadata == appMetadata { return minted.tokens }
         let session = session(for: userID)
         let tokens = try tokens.issueTokens(userID: userID, sessionID: session.sessionID, refresh: session.refresh, anonymous: false,
-                                            appMetadata: appMetadata,
+                                            appMetadata: appMetadata, assurance: assurance,
                                             claimsHook: hooks.accessTokenClaims(user: user.json, sessionID: session.sessionID),
                                             logger: logger)
         issued[userID] = (appMetadata, tokens)

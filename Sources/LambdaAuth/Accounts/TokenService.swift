@@ -5,11 +5,17 @@ import Synchronization
 /// form and credentials for a session, and checking an access token.
 protocol TokenIssuing: Sendable {
     /// `anonymous`: the user is a guest (`is_anonymous` in the access token); `appMetadata`: the
-    /// user's, as the claim `app_metadata` (contract section 17); `claimsHook`: the app's
-    /// `accessTokenClaims` hook for this token (contract section 19), asked here unless the flow
-    /// asked it before its write.
+    /// user's, as the claim `app_metadata` (contract section 17); `assurance`: the session's
+    /// `aal` and `amr` (contract section 21); `claimsHook`: the app's `accessTokenClaims` hook for
+    /// this token (contract section 19), asked here unless the flow asked it before its write.
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     appMetadata: [String: JSONValue], claimsHook: AccessTokenClaimsCall, logger: Logger) throws(AuthError) -> IssuedTokens
+                     appMetadata: [String: JSONValue], assurance: Assurance, claimsHook: AccessTokenClaimsCall,
+                     logger: Logger) throws(AuthError) -> IssuedTokens
+    /// The one place an access token is minted: `issueTokens`, and a step-up's new access token
+    /// for a session whose refresh token stays the client's.
+    func issueAccessToken(userID: String, sessionID: String, anonymous: Bool, appMetadata: [String: JSONValue],
+                          assurance: Assurance, claimsHook: AccessTokenClaimsCall,
+                          logger: Logger) throws(AuthError) -> (accessToken: String, lifetime: Int64)
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims
 }
 
@@ -69,19 +75,27 @@ final class TokenService: TokenIssuing, Sendable {
     /// Sign-in does it before its write, so a failure (no key, STS down) leaves the store as it
     /// was; refresh after its rotation commits, so that lost races never cost an STS call each.
     func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                     appMetadata: [String: JSONValue], claimsHook: AccessTokenClaimsCall, logger: Logger) throws(AuthError) -> IssuedTokens {
+                     appMetadata: [String: JSONValue], assurance: Assurance, claimsHook: AccessTokenClaimsCall,
+                     logger: Logger) throws(AuthError) -> IssuedTokens {
+        let (accessToken, _) = try issueAccessToken(userID: userID, sessionID: sessionID, anonymous: anonymous, appMetadata: appMetadata,
+                                                    assurance: assurance, claimsHook: claimsHook, logger: logger)
+        let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: clock.nowSeconds)
+        return IssuedTokens(accessToken: accessToken, accessTokenLifetime: settings.accessTokenTTL, refreshToken: refresh.token,
+                            refreshTokenLifetime: settings.refreshTokenTTL, credentials: credentials)
+    }
+
+    func issueAccessToken(userID: String, sessionID: String, anonymous: Bool, appMetadata: [String: JSONValue],
+                          assurance: Assurance, claimsHook: AccessTokenClaimsCall,
+                          logger: Logger) throws(AuthError) -> (accessToken: String, lifetime: Int64) {
         // The hook first: refused, it leaves even a new store's dev key uncreated.
         var hook = claimsHook
         let hookClaims = try hook.claims(logger: logger)
         guard let issuer = try accessTokenIssuer(create: true, logger: logger) else {
             throw .internalError("no access-token signing key")
         }
-        let now = clock.nowSeconds
-        let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: now, random: random, anonymous: anonymous,
-                                           appMetadata: appMetadata, hookClaims: hookClaims)
-        let credentials = try credentialIssuer(logger: logger).issue(userID: userID, now: now)
-        return IssuedTokens(accessToken: accessToken, accessTokenLifetime: settings.accessTokenTTL, refreshToken: refresh.token,
-                            refreshTokenLifetime: settings.refreshTokenTTL, credentials: credentials)
+        let accessToken = try issuer.issue(userID: userID, sessionID: sessionID, now: clock.nowSeconds, random: random, anonymous: anonymous,
+                                           appMetadata: appMetadata, assurance: assurance.claims, hookClaims: hookClaims)
+        return (accessToken, settings.accessTokenTTL)
     }
 
     func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims {

@@ -41,6 +41,7 @@ extension AuthConfiguration {
         try reader.integer("AUTH_GUEST_TTL", in: 3600...31_536_000, into: &configuration.guestTTL)
         try reader.onOff("AUTH_EMAIL", into: &configuration.emailEnabled)
         configuration.passkeys = try PasskeySettings.fromEnvironment(reader)
+        configuration.mfa = try MFASettings.fromEnvironment(reader, authIssuer: configuration.issuer)
         try reader.integer("AUTH_OTP_TTL", in: 60...86_400, into: &configuration.otpTTL)
         try reader.integer("AUTH_OTP_RATE", in: 1...1000, into: &configuration.otpRate)
         if let key = reader.string("AUTH_OTP_KEY") {
@@ -127,6 +128,9 @@ extension AuthConfiguration {
         }
         if hookSecret == nil, let urlHook = HookType.allCases.first(where: { if case .url? = hooks[$0]?.target { true } else { false } }) {
             throw AuthConfiguration.configError("AUTH_HOOK_SECRET", "is required with a url hook in AUTH_HOOKS (\(urlHook.rawValue))")
+        }
+        if mfa.isEnabled, forHandlers, case .dynamoDB = store, dataKeys == nil {
+            throw AuthConfiguration.configError("AUTH_DATA_KEYS (or AUTH_DATA_KEY)", "is required with AUTH_MFA=optional and AUTH_STORE=dynamodb:: second-factor secrets are sealed under it")
         }
         if credentialsMode == .sts {
             guard let role = stsRoleARN, role.hasPrefix("arn:") else {

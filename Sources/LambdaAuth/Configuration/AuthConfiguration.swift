@@ -52,6 +52,8 @@ public struct AuthConfiguration: Sendable {
     public var guestTTL: Int64 = 2_592_000
     /// AUTH_EMAIL: sign-in with a code sent by email (otp-start, provider `email`).
     public var emailEnabled = false
+    /// AUTH_MFA, AUTH_MFA_ISSUER: second factors (contract section 21).
+    public var mfa = MFASettings(issuer: MFASettings.defaultIssuer(AuthConfiguration.defaultIssuer))
     /// AUTH_PASSKEY_*: nil (passkeys off) unless AUTH_PASSKEY_RP_ID is set.
     public var passkeys: PasskeySettings?
     /// AUTH_OTP_TTL: seconds a code stays valid.

@@ -21,6 +21,8 @@ public final class AuthServices: Sendable {
     let oneTimeCodesOnUse: Result<OneTimeCodeFlow, AuthError>
     /// The process's one HTTP client (serve's events webhook and the events handler share it).
     let httpClient: any HTTPClient
+    /// AUTH_DATA_KEYS, or the local store's dev key, read once and kept.
+    let secondFactorSealing: SecondFactorSealing
 
     public init(configuration: AuthConfiguration, logger: Logger, table: (any Table)? = nil,
                 httpClient: (any HTTPClient)? = nil, random: any RandomSource = SystemRandomSource(),
@@ -40,6 +42,9 @@ public final class AuthServices: Sendable {
         store = AuthServices.accountStore(configuration, table: table)
         retry = OptimisticRetry(sleeper: sleeper, random: random)
         apple = AppleAccountTokens(settings: configuration.appleServer, http: httpClient, store: store, clock: clock)
+        secondFactorSealing = SecondFactorSealing(keys: ConfiguredOrStoredKey(configured: configuration.dataKeys) { [logger] (create: Bool) throws(AuthError) in
+            try DevSecrets.secondFactorDataKey(in: table, create: create, now: clock.nowSeconds, random: random, logger: logger).map { DataKeys([$0]) }
+        })
         oneTimeCodesOnUse = Result { () throws(AuthError) in
             try AuthServices.makeOneTimeCodes(configuration, table: table, random: random, httpClient: httpClient, logger: logger)
         }
@@ -61,11 +66,14 @@ public final class AuthServices: Sendable {
     var signIn: SignInFlow {
         SignInFlow(providers: providers, guests: guestSignIn, tokens: tokens, store: store, clock: clock, random: random, retry: retry,
                    deletion: deletion, emailLinking: configuration.emailLinking, maxSessions: configuration.maxSessions,
-                   apple: apple)
+                   apple: apple, secondFactor: configuration.mfa.isEnabled ? SecondFactorGate(table: table, clock: clock, random: random) : nil)
     }
 
-    /// The registry every handler that takes a proof asks: Google, Apple, each configured OIDC
-    /// provider, email codes, guests, passkeys.
+    var mfa: MFAFlow {
+        MFAFlow(settings: configuration.mfa, store: store, sealing: secondFactorSealing, callerCheck: callerCheck, signIn: signIn,
+                tokens: tokens, limiter: TableRateLimiter(table: table), clock: clock, random: random, retry: retry)
+    }
+
     /// The registry every handler that takes a proof asks: Google, Apple, each configured OIDC
     /// provider, email codes, guests, passkeys.
     var providers: ProviderRegistry {
@@ -115,7 +123,10 @@ public final class AuthServices: Sendable {
             sender = SESEmailSender(from: configuration.emailFrom ?? "", endpoint: configuration.sesEndpoint ?? "https://email.\(region).amazonaws.com",
                                     region: region, credentials: credentials, http: httpClient)
         }
-        let keys = OneTimeCodeKeySource(configured: configuration.otpKey, table: table, clock: configuration.clock, random: random, logger: logger)
+        let keys = ConfiguredOrStoredKey(configured: configuration.otpKey.map { SymmetricKey(data: $0) }) { (create: Bool) throws(AuthError) in
+            try DevSecrets.oneTimeCodeKey(in: table, create: create, now: configuration.clock.nowSeconds, random: random, logger: logger)
+                .map { SymmetricKey(data: $0) }
+        }
         return OneTimeCodeFlow(
             enabled: configuration.emailEnabled, store: OneTimeCodeStore(table: table),
             key: { (create: Bool) throws(AuthError) -> SymmetricKey? in try keys.key(create: create) },

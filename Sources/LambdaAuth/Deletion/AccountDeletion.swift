@@ -146,6 +146,7 @@ struct DeleteAccountFlow: Sendable {
         try callerCheck.retrying("account deletion", for: caller, with: retry, allowingPendingDeletion: true) { (user: UserView) throws(AuthError) -> Void? in
             // An earlier, authorised request marked it: finishing needs no new proof.
             if user.profile.deletionRequestedAt != nil { return () }
+            try Caller(claims: caller.claims, user: user).requireAAL2()
             let now = clock.nowSeconds
             let session = try store.session(userID: caller.userID, sessionID: caller.sessionID)
             try reauthentication.check(proof, user: user, sessionCreatedAt: session?.createdAt, now: now)

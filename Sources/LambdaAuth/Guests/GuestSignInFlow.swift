@@ -49,10 +49,11 @@ struct GuestSignInFlow: Sendable {
             }
         }
         var issued = try tokens.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: true, appMetadata: [:],
-                                            claimsHook: claimsHook, logger: logger)
+                                            assurance: .guest, claimsHook: claimsHook, logger: logger)
         var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
         session.guestExpiresAt = expiresAt
-        let token = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), now: now)
+        session.assurance = .guest
+        let token = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user), assurance: .guest, now: now)
         issued.refreshTokenLifetime = token.expiresAt - now
         try store.createGuest(user, session: session, refreshToken: token)
         logger.info("created a guest", metadata: ["userId": .string(userID), "sessionId": .string(sessionID)])

@@ -36,6 +36,12 @@ struct SignInHooks: Sendable {
         admitted.insert(user.profile.userID)
     }
 
+    /// A sign-in completed by its second factor (contract section 21) was admitted by
+    /// `beforeSignIn` when it asked for the factor: its session opens without asking again.
+    mutating func admittedEarlier(_ userID: String) {
+        admitted.insert(userID)
+    }
+
     /// The `accessTokenClaims` call of the token this sign-in mints for `user`'s session.
     func accessTokenClaims(user: JSONValue, sessionID: String) -> AccessTokenClaimsCall {
         var sent = payload(.accessTokenClaims, user: user)

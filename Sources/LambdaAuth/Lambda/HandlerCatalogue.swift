@@ -4,8 +4,9 @@
 /// which needs no build), so each entry keeps `public static let x = HandlerEntry(name: "…"` on
 /// one line; authctl, the bench and the tests read `HandlerCatalogue.all`.
 public enum HandlerCatalogue {
-    // The two handlers that issue access tokens and open sessions are the only ones that build
-    // the app's hooks (contract section 19): no other handler's start can fail on them.
+    // The three handlers that issue access tokens and open sessions (signin, refresh, mfa) are
+    // the only ones that build the app's hooks (contract section 19): no other handler's start
+    // can fail on them.
     public static let signin = HandlerEntry(name: "signin", routes: [.post("/auth/signin")]) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
         var flow = services.signIn
         flow.hooks = try services.hooks()
@@ -66,6 +67,14 @@ public enum HandlerCatalogue {
         PasskeyHandler(flow: services.passkeys)
     }
 
+    /// No JWT authorizer on its route: `challenge` has no caller (its mfaToken proves the
+    /// sign-in); the handler checks the caller of every other action.
+    public static let mfa = HandlerEntry(name: "mfa", routes: [.post("/auth/mfa")]) { (services: AuthServices) throws(AuthError) -> any RequestHandler in
+        var flow = services.mfa
+        flow.signIn.hooks = try services.hooks()
+        return MFAHandler(flow: flow)
+    }
+
     /// No route: API Gateway invokes it in front of the routes the template guards, when its
     /// `Authorizer` parameter is `lambda`. One revocation list per process, kept warm.
     public static let authorizer = HandlerEntry(name: "authorizer", routes: []) { services in
@@ -91,7 +100,7 @@ public enum HandlerCatalogue {
     /// In the order the README lists the handlers. Only tools and tests read it: a handler's
     /// main.swift names its own entry, so its executable links no other handler's composition.
     public static let all = [signin, refresh, linkProvider, signout, sessions, deleteAccount, wellKnown, appleNotifications, otpStart, passkey,
-                             authorizer, events]
+                             mfa, authorizer, events]
 
     public static func entry(named name: String) -> HandlerEntry? {
         all.first { $0.name == name }

@@ -6,6 +6,8 @@
 struct UserView {
     var profile: UserProfile
     var identities: [LinkedIdentity]
+    /// Read with the profile, never shown in the `user` object.
+    var secondFactor = SecondFactorItems()
 
     var json: JSONValue {
         var fields: [String: JSONValue] = [

@@ -23,6 +23,7 @@ public struct SecurityEvent: Sendable, Equatable {
             switch code {
             case "RATE_LIMITED": event = SecurityEvent("rate_limited")
             case "REFRESH_TOKEN_REUSED": event = SecurityEvent("refresh_reuse_detected")
+            case "MFA_CODE_INVALID", "MFA_TOKEN_INVALID": event = SecurityEvent("mfa_challenge_failed")
             default: event = SecurityEvent(handler.replacing("-", with: "_") + "_failed")
             }
             event.fields["code"] = code
@@ -54,6 +55,14 @@ public struct SecurityEvent: Sendable, Equatable {
         case "sessions": return method == "DELETE" || action == "revoke" ? "session_revoked" : "sessions"
         case "apple-notifications": return "apple_notification"
         case "otp-start": return "code_sent"
+        case "mfa":
+            switch action {
+            case "totp-confirm": return "mfa_enrolled"
+            case "totp-remove": return "mfa_removed"
+            case "challenge": return "signin"
+            case "step-up": return "mfa_step_up"
+            default: return "mfa"
+            }
         case "passkey":
             switch action {
             case "register": return "passkey_registered"

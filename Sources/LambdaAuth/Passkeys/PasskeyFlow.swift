@@ -86,6 +86,7 @@ struct PasskeyFlow: SignInProvider {
 
     /// The new passkey, as `list` shows it.
     func register(_ request: PasskeyRegistrationRequest, for caller: Caller, logger: Logger) throws(AuthError) -> PasskeyStore.Listed {
+        try caller.requireAAL2()
         let challenge = request.response.clientData.challenge
         let registration = try verifier().verifyRegistration(request.response, challenge: challenge)
         // The handle the options gave the authenticator: the challenge was issued with it, and its
@@ -124,6 +125,7 @@ struct PasskeyFlow: SignInProvider {
     /// Deleting a passkey revokes nothing else; the last identity stays (LAST_IDENTITY).
     func delete(_ passkeyID: String, for caller: Caller, logger: Logger) throws(AuthError) {
         _ = try verifier()
+        try caller.requireAAL2()
         try callerCheck.retrying("passkey deletion", for: caller, with: retry) { (user: UserView) throws(AuthError) -> Void? in
             guard let identity = user.identities.first(where: { $0.provider == .passkey && $0.subject.sameBytes(as: passkeyID) }) else {
                 throw AuthError(.passkeyNotFound, "no such passkey")
@@ -159,6 +161,7 @@ struct PasskeyFlow: SignInProvider {
         var proof = ProvenIdentity(identity: VerifiedIdentity(provider: .passkey, subject: stored.passkeyID, email: nil, emailVerified: false,
                                                               isPrivateEmail: false, name: nil, picture: nil, claims: [:]),
                                    isOneTimeProof: true)
+        proof.userVerified = assertion.userVerified
         switch purpose {
         case .signIn:
             proof.ceremony = ProofCeremony(userID: stored.userID, writes: writes.actions,

@@ -120,6 +120,8 @@ public struct StoredCredential: Sendable {
 public struct VerifiedAssertion: Sendable {
     public let signCount: UInt32
     public let backedUp: Bool
+    /// The authenticator verified the user (UV): with the key itself, two factors.
+    public var userVerified = false
 }
 
 /// The relying party's checks of W3C WebAuthn Level 3 §7.1 "Registering a new credential" and
@@ -263,6 +265,7 @@ public struct WebAuthnVerifier: Sendable {
         if authData.signCount != 0 || credential.signCount != 0, authData.signCount <= credential.signCount {
             throw Self.invalid("signCount \(authData.signCount) is not above the stored \(credential.signCount)")
         }
-        return VerifiedAssertion(signCount: authData.signCount, backedUp: authData.flags.contains(.backedUp))
+        return VerifiedAssertion(signCount: authData.signCount, backedUp: authData.flags.contains(.backedUp),
+                                 userVerified: authData.flags.contains(.userVerified))
     }
 }

@@ -14,6 +14,10 @@ struct ProvenIdentity: Sendable {
     var profileName: String? = nil
     /// A sign-in's writes of the proof itself (a passkey's), committed with the session.
     var ceremony: ProofCeremony? = nil
+    /// A passkey whose authenticator verified the user (UV): two factors already (contract section 21).
+    var userVerified = false
+    /// The sign-in's second factor was checked (`mfa` `challenge`): the session opens at aal2.
+    var passedSecondFactor = false
 }
 
 /// What a proof writes when it is used (a passkey's challenge consumed, its count moved), in the

@@ -63,19 +63,18 @@ struct TableRateLimiter: RateLimiting {
     static let maximumAttempts = 64
 
     func consume(_ scope: RateLimitScope, key: String, limit: RateLimit, now: Int64) throws(AuthError) {
-        let itemKey = Keys.rateCounter(scope, key: key)
+        try consume(scope, at: Keys.rateCounter(scope, key: key), limit: limit, now: now)
+    }
+
+    /// The same count kept in an item a flow chooses: the second factor's wrong codes live in the
+    /// user's partition, where the user's Query reads them with the rest.
+    func consume(_ scope: RateLimitScope, at itemKey: TableKey, limit: RateLimit, now: Int64) throws(AuthError) {
         let current = TableRateLimiter.floorDivide(now, limit.slot)
         for _ in 0..<TableRateLimiter.maximumAttempts {
             let stored = try table.read(itemKey)
             var slots = TableRateLimiter.slots(of: stored, from: current - limit.slotsBack)
             let counted = slots.values.reduce(0, +)
-            guard counted < Int64(limit.count) else {
-                let retryAfter = TableRateLimiter.retryAfter(slots, limit: limit, now: now)
-                var refusal = AuthError(.rateLimited, "too many requests; try again in \(retryAfter) seconds",
-                                        detail: "rate limit \(scope) reached")
-                refusal.retryAfter = retryAfter
-                throw refusal
-            }
+            guard counted < Int64(limit.count) else { throw TableRateLimiter.refusal(scope, slots, limit: limit, now: now) }
             slots[current, default: 0] += 1
             let version = stored?["version"]?.int64Value
             var item = itemKey.item
@@ -102,6 +101,21 @@ struct TableRateLimiter: RateLimiting {
             }
         }
         throw AuthError(.storeUnavailable, "the user store is unavailable", detail: "rate counter \(scope): too many lost races")
+    }
+
+    /// RATE_LIMITED with the seconds until one more event fits.
+    static func refusal(_ scope: RateLimitScope, _ slots: [Int64: Int64], limit: RateLimit, now: Int64) -> AuthError {
+        let retryAfter = TableRateLimiter.retryAfter(slots, limit: limit, now: now)
+        var refusal = AuthError(.rateLimited, "too many requests; try again in \(retryAfter) seconds", detail: "rate limit \(scope) reached")
+        refusal.retryAfter = retryAfter
+        return refusal
+    }
+
+    /// Refuses as `consume` would, without counting: for a limit on failures, checked before the
+    /// attempt (whose success must not be let through once the failures are used up).
+    static func check(_ scope: RateLimitScope, counter: Item?, limit: RateLimit, now: Int64) throws(AuthError) {
+        let slots = slots(of: counter, from: floorDivide(now, limit.slot) - limit.slotsBack)
+        if slots.values.reduce(0, +) >= Int64(limit.count) { throw refusal(scope, slots, limit: limit, now: now) }
     }
 
     /// Slot index → count, for the slots from `first` on (older ones no window reaches any more).

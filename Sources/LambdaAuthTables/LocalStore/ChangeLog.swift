@@ -161,16 +161,20 @@ enum ChangeLog {
             let kept = all.filter { change in
                 !erased.contains(change.key.pk) && (erasedAccounts.isEmpty || !names(change, anyOf: erasedAccounts))
             }
-            try replace(path, with: trimmed(kept))
+            try replace(path, with: trimmed(kept.map(line)))
             return
         }
         guard !fresh.isEmpty else { return }
-        var bytes: [UInt8] = []
-        for change in fresh { bytes += change.streamRecord(sourceARN: sourceARN).serializedBytes() + [UInt8(ascii: "\n")] }
-        if size + bytes.count > maximumBytes {
-            try replace(path, with: trimmed(try fileChanges(layout, filter) + fresh))
+        let freshLines = fresh.map(line)
+        let freshSize = freshLines.reduce(0) { $0 + $1.count }
+        if size + freshSize > maximumBytes {
+            // Only the newest half stays: when this checkpoint's own records fill it (a bulk
+            // import's do), the file's are not read and parsed only to be dropped.
+            let older = freshSize >= maximumBytes / 2 ? [] : try fileChanges(layout, filter).map(line)
+            try replace(path, with: trimmed(older + freshLines, force: older.isEmpty))
             return
         }
+        var bytes = freshLines.flatMap { $0 }
         let file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard file >= 0 else { throw .unavailable(FileSystem.Failure(path: path, operation: "open", errno: errno).description) }
         defer { close(file) }
@@ -198,11 +202,16 @@ enum ChangeLog {
         return [change.oldImage, change.newImage].contains { image in image?.values.contains(where: holds) == true }
     }
 
-    /// The newest half, when the file would pass its bound.
-    static func trimmed(_ changes: [ItemChange]) -> [[UInt8]] {
-        var lines = changes.map { $0.streamRecord(sourceARN: sourceARN).serializedBytes() + [UInt8(ascii: "\n")] }
+    static func line(_ change: ItemChange) -> [UInt8] {
+        change.streamRecord(sourceARN: sourceARN).serializedBytes() + [UInt8(ascii: "\n")]
+    }
+
+    /// The newest half, when the file would pass its bound (`force`: it would, with lines
+    /// already left out).
+    static func trimmed(_ lines: [[UInt8]], force: Bool = false) -> [[UInt8]] {
+        var lines = lines
         var total = lines.reduce(0) { $0 + $1.count }
-        guard total > maximumBytes else { return lines }
+        guard total > maximumBytes || force else { return lines }
         var drop = 0
         while drop < lines.count, total > maximumBytes / 2 {
             total -= lines[drop].count

@@ -82,9 +82,13 @@ extension LocalTable {
             replacements.append((temporary, path))
         }
 
-        for (exactPartitionKey, changes) in byPartition {
+        // In path order, so that files of one directory are created together: the file system
+        // allocates a file's inode near its directory's, and a bulk import's 300,000 new files
+        // in hash order took several times longer than the same files grouped by directory.
+        let partitions = byPartition.map { (path: layout.partitionPath($0.key.value), key: $0.key, changes: $0.value) }
+            .sorted { $0.path < $1.path }
+        for (path, exactPartitionKey, changes) in partitions {
             let partitionKey = exactPartitionKey.value
-            let path = layout.partitionPath(partitionKey)
             let stored = try StoreReader.keyedPartition(path, partitionKey: partitionKey, layout)
             // A family's segment file is looked for only where this checkpoint can touch it: a
             // change in the family, or family items still in the partition file to move out.

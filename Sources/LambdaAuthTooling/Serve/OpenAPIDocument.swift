@@ -83,7 +83,10 @@ public enum OpenAPIDocument {
                                          request: nil, success: ("200", ref("WhoAmI")), errorStatuses: ["401"]),
         "POST /auth/passkey": Operation(summary: "Passkeys: registration and sign-in options, register, list, delete",
                                         request: ref("PasskeyRequest"), success: ("200", ref("PasskeyResponse")),
-                                        errorStatuses: ["401", "404", "409", "429"]),
+                                        errorStatuses: ["401", "403", "404", "409", "429"]),
+        "POST /auth/mfa": Operation(summary: "Second factor: TOTP enrolment and confirmation, a sign-in's challenge, step-up, status, "
+                                        + "recovery codes, removal", request: ref("MFARequest"), success: ("200", ref("MFAResponse")),
+                                    errorStatuses: ["401", "403", "409", "429"]),
     ]
 
     static func operation(_ route: HTTPRoute, handler: String) -> JSONValue {
@@ -124,6 +127,7 @@ public enum OpenAPIDocument {
         switch status {
         case "400": "Invalid request (INVALID_REQUEST, UNSUPPORTED_PROVIDER, PROVIDER_NOT_CONFIGURED)"
         case "401": "A token or code was refused"
+        case "403": "MFA_REQUIRED (with mfaToken and factors) or AAL2_REQUIRED"
         case "404": "SESSION_NOT_FOUND or PASSKEY_NOT_FOUND"
         case "409": "A conflict between identities"
         case "429": "RATE_LIMITED, with retryAfter and a retry-after header"
@@ -155,6 +159,8 @@ public enum OpenAPIDocument {
         return object(["error": object([
             "code": ["type": "string", "enum": .array(codes.map(JSONValue.string))], "message": string,
             "status": statusSchema, "retryable": boolean, "retryAfter": integer,
+            "mfaToken": ["type": "string", "description": "MFA_REQUIRED: what the mfa challenge action takes"],
+            "factors": ["type": "array", "items": ["type": "string", "enum": ["totp", "recovery"]]],
         ], required: ["code", "message", "status", "retryable"])], required: ["error"])
     }
 
@@ -201,6 +207,23 @@ public enum OpenAPIDocument {
                 object(["passkey": ref("Passkey")], required: ["passkey"]),
                 object(["passkeys": ["type": "array", "items": ref("Passkey")]], required: ["passkeys"]),
                 object(["deleted": ["const": true]], required: ["deleted"]),
+            ]],
+            "MFARequest": object([
+                "action": ["type": "string", "enum": ["totp-enroll", "totp-confirm", "challenge", "step-up", "status", "recovery-codes", "totp-remove"]],
+                "code": ["type": "string", "description": "totp-confirm, challenge, step-up: the six digits of the authenticator app"],
+                "recoveryCode": ["type": "string", "description": "challenge, step-up: one of the recovery codes instead of a code"],
+                "mfaToken": ["type": "string", "description": "challenge: the mfaToken of MFA_REQUIRED"],
+                "device": ref("Device"), "provider": string,
+            ], required: ["action"]),
+            "MFAResponse": ["anyOf": [
+                object(["secret": string, "uri": string], required: ["secret", "uri"]),
+                object(["recoveryCodes": ["type": "array", "items": string]], required: ["recoveryCodes"]),
+                ref("SignInResponse"),
+                object(["session": ref("Session"), "tokens": object(["accessToken": string, "tokenType": ["const": "Bearer"], "expiresIn": integer],
+                                                                    required: ["accessToken", "tokenType", "expiresIn"])],
+                       required: ["session", "tokens"]),
+                object(["totp": boolean, "recoveryCodesLeft": integer], required: ["totp", "recoveryCodesLeft"]),
+                object(["removed": ["const": true]], required: ["removed"]),
             ]],
             "AppleNotification": object(["payload": string], required: ["payload"]),
             "OneTimeCodeStartRequest": object(["email": string], required: ["email"]),

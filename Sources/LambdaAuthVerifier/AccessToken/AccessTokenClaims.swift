@@ -19,6 +19,14 @@ public struct AccessTokenClaims: Sendable, Equatable {
     /// The whole verified payload, for claims not named above.
     public let claims: [String: JSONValue]
 
+    /// `aal`: `aal2` when the session was proven with a second factor (or a passkey with user
+    /// verification), `aal1` otherwise (contract section 21); nil on tokens issued before.
+    public var aal: String? { claims["aal"]?.stringValue }
+
+    /// `amr` (RFC 8176): how the session was proven, such as `["google", "otp"]`; empty when the
+    /// token does not say.
+    public var amr: [String] { claims["amr"]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+
     /// `sub` under its JWT name.
     public var subject: String { userID }
 

@@ -53,15 +53,27 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case hookDenied = "HOOK_DENIED"
     /// A hook whose `onError` is `deny` gave no usable answer: nothing was written, try again.
     case hookUnavailable = "HOOK_UNAVAILABLE"
+    /// A sign-in of a user with an active second factor: the error object carries `mfaToken`
+    /// and `factors` (contract section 21).
+    case mfaRequired = "MFA_REQUIRED"
+    /// An action that needs a session proven with the second factor, from an aal1 one.
+    case aal2Required = "AAL2_REQUIRED"
+    case mfaCodeInvalid = "MFA_CODE_INVALID"
+    /// An mfaToken that is unknown, used, expired, spent by wrong codes or of another device.
+    case mfaTokenInvalid = "MFA_TOKEN_INVALID"
+    case mfaAlreadyEnrolled = "MFA_ALREADY_ENROLLED"
+    case mfaNotEnrolled = "MFA_NOT_ENROLLED"
 
     public var status: Int {
         switch self {
-        case .invalidRequest, .unsupportedProvider, .providerNotConfigured: return 400
+        case .invalidRequest, .unsupportedProvider, .providerNotConfigured, .mfaNotEnrolled: return 400
+        case .mfaRequired, .aal2Required: return 403
         case .sessionNotFound, .notFound, .passkeyNotFound: return 404
         case .hookDenied: return 403
         case .rateLimited: return 429
         case .providerUnavailable: return 502
-        case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity, .passkeyAlreadyRegistered, .passkeyLimitReached: return 409
+        case .identityLinkedToOtherUser, .providerAlreadyLinked, .lastIdentity, .passkeyAlreadyRegistered, .passkeyLimitReached,
+             .mfaAlreadyEnrolled: return 409
         case .configError, .internal: return 500
         case .jwksUnavailable, .storeUnavailable, .credentialsUnavailable, .hookUnavailable: return 503
         default: return 401
@@ -87,6 +99,8 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     /// verified caller): for the request's event line only (contract section 18), never answered.
     public var userID: String?
     public var sessionID: String?
+    /// Members the contract adds to this error's object (MFA_REQUIRED's `mfaToken` and `factors`).
+    public var details: [String: JSONValue] = [:]
 
     public init(_ code: ErrorCode, _ message: String, detail: String? = nil, retryable: Bool? = nil) {
         self.code = code
@@ -111,6 +125,7 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         var error: [String: JSONValue] = ["code": .string(code.rawValue), "message": .string(message),
                                           "status": .number(status), "retryable": .bool(retryable)]
         if let retryAfter { error["retryAfter"] = .number(retryAfter) }
+        error.merge(details) { kept, _ in kept }
         return ["error": .object(error)]
     }
 

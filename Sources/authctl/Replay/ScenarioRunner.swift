@@ -30,7 +30,8 @@ import LambdaAuthTooling
 /// one step. Strings in events may hold `{{idToken …}}` and `{{$name}}` placeholders, and
 /// `{{emailCode ADDRESS}}` (`{{wrongEmailCode ADDRESS}}`): the newest code sent to ADDRESS (any
 /// other six digits), read from the replay's own outbox (AUTH_EMAIL_SENDER=outbox:, set for every
-/// step); environment values may hold `{{signingKey NAME}}` (a scenario that sets
+/// step); `{{totpCode SECRET [offset=SECONDS]}}` (`{{wrongTotpCode SECRET}}`): the code an
+/// authenticator app shows for a base32 (or `$saved`) secret at the step's clock; environment values may hold `{{signingKey NAME}}` (a scenario that sets
 /// `AUTH_SIGNING_KEYS` replaces the backend's own key). A string that is exactly
 /// `{{passkeyRegistration NAME challenge=… handle=…}}` or `{{passkeyAssertion NAME challenge=…}}`
 /// (values base64url or `$saved`) becomes a credential object from the replay's software

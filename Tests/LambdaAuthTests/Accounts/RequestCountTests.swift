@@ -68,12 +68,7 @@ import Testing
         proxy.refuseQueries(onIndex: "GSI1")
         let world = try FlowWorld(["AUTH_DYNAMODB_ENDPOINT": proxy.endpoint], backend: .dynamoDB)
         world.signIn(token: world.googleToken(subject: "warm-up", email: "warm-up@example.com"))
-        try Self.expectBudgets(world: world) { handler, event in
-            let before = proxy.operations.count
-            let output = world.run(handler, .object(event))
-            let body = try #require(output.responseBody, "\(handler): \(output.stdoutText) \(output.stderrText.suffix(400))")
-            return (body, Array(proxy.operations.dropFirst(before)))
-        }
+        try Self.expectBudgets(world: world) { handler, event in try world.countedRun(handler, event, through: proxy) }
         #expect(proxy.indexQueries == 0)
     }
 }

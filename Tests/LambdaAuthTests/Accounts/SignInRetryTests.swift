@@ -15,10 +15,18 @@ import Testing
         init(_ base: TokenService) { self.base = base }
 
         func issueTokens(userID: String, sessionID: String, refresh: RefreshTokenCredential, anonymous: Bool,
-                         appMetadata: [String: JSONValue], claimsHook: AccessTokenClaimsCall, logger: Logger) throws(AuthError) -> IssuedTokens {
+                         appMetadata: [String: JSONValue], assurance: Assurance, claimsHook: AccessTokenClaimsCall,
+                         logger: Logger) throws(AuthError) -> IssuedTokens {
             minted.withLock { $0 += 1 }
             return try base.issueTokens(userID: userID, sessionID: sessionID, refresh: refresh, anonymous: anonymous,
-                                        appMetadata: appMetadata, claimsHook: claimsHook, logger: logger)
+                                        appMetadata: appMetadata, assurance: assurance, claimsHook: claimsHook, logger: logger)
+        }
+
+        func issueAccessToken(userID: String, sessionID: String, anonymous: Bool, appMetadata: [String: JSONValue],
+                              assurance: Assurance, claimsHook: AccessTokenClaimsCall,
+                              logger: Logger) throws(AuthError) -> (accessToken: String, lifetime: Int64) {
+            try base.issueAccessToken(userID: userID, sessionID: sessionID, anonymous: anonymous, appMetadata: appMetadata,
+                                      assurance: assurance, claimsHook: claimsHook, logger: logger)
         }
 
         func verifyAccessToken(_ token: String, logger: Logger) throws(AuthError) -> AccessTokenClaims {

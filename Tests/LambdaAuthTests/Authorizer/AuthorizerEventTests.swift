@@ -32,7 +32,8 @@ import Testing
     @Test func answersInTheShapesAPIGatewayDocuments() throws {
         let world = Self.world()
         let (token, userID, sessionID) = try Self.signIn(world, "shapes")
-        let context: JSONValue = ["sub": .string(userID), "sid": .string(sessionID)]
+        // `aal`: how the session was proven (contract sections 20 and 21), in every token now.
+        let context: JSONValue = ["sub": .string(userID), "sid": .string(sessionID), "aal": "aal1"]
 
         // HTTP API, payload 2.0, simple responses: exactly isAuthorized and context.
         let http = world.run("authorizer", raw: try Self.sample("http-api-v2-request", token: token))

@@ -1,0 +1,3 @@
+import LambdaAuth
+
+HandlerMain.run(HandlerCatalogue.mfa)
