@@ -61,7 +61,8 @@ struct SignInFlow: Sendable {
         if let ceremony = proof.ceremony {
             // The credential names its user: that user's new session, with the ceremony's writes
             // in its transaction; no one is found by the identity, no one created.
-            var minted = MintedSessions(tokens: tokens, random: random, hooks: signInHooks, logger: logger, assurance: .of(proof))
+            var minted = MintedSessions(tokens: tokens, random: random, hooks: signInHooks, logger: logger, assurance: .of(proof),
+                                        proofUse: proof.use)
             switch try openSession(userID: ceremony.userID, minted: &minted, proof: proof, device: device, joining: nil,
                                    ceremony: ceremony.writes, logger: logger) {
             case .opened(let opened): result = opened
@@ -90,7 +91,8 @@ struct SignInFlow: Sendable {
         var claimEmail = verifiedEmail != nil
         // Fixed for the whole sign-in, so a lost race retries with the tokens already minted.
         let newUserID = newIdentifier(random)
-        var minted = MintedSessions(tokens: tokens, random: random, hooks: hooks, logger: logger, assurance: .of(proof))
+        var minted = MintedSessions(tokens: tokens, random: random, hooks: hooks, logger: logger, assurance: .of(proof),
+                                    proofUse: proof.use)
         return try retry.run("sign-in") { () throws(AuthError) -> SignInResult? in
             if let userID = try store.linkedUserID(identity.provider, identity.subject) {
                 switch try openSession(userID: userID, minted: &minted, proof: proof, device: device, joining: nil,
@@ -163,6 +165,7 @@ struct SignInFlow: Sendable {
         let user = UserView(profile: profile, identities: [linked])
         // A new user has no app metadata yet.
         var issued = try minted.tokens(for: user, appMetadata: [:])
+        try minted.spendProof()
         var session = SessionRecord(userID: userID, sessionID: sessionID, device: device, family: family, now: now)
         session.assurance = minted.assurance
         let refreshToken = store.newRefreshToken(refresh, family: family, sessionCreatedAt: now, user: UserSnapshot(user),
@@ -211,13 +214,18 @@ struct SignInFlow: Sendable {
             try minted.hooks.beforeSignIn(user, logger: logger)
             // The seam's second half: a user with an active factor gets an mfaToken, not a
             // session, unless this proof is two factors already (contract section 21).
-            if let secondFactor, let required = try secondFactor.challenge(for: user, proof: proof, device: device, joining: joining != nil,
-                                                                           logger: logger) {
-                throw required
+            if let secondFactor, secondFactor.applies(to: user, proof: proof) {
+                // The first factor is used up by asking for the second.
+                try minted.spendProof()
+                if let required = try secondFactor.challenge(for: user, proof: proof, device: device, joining: joining != nil,
+                                                             logger: logger) {
+                    throw required
+                }
             }
             // Before the write, as every mint is; the transaction's version condition makes sure
             // the metadata signed is the metadata committed.
             var issued = try minted.tokens(for: user, appMetadata: user.profile.appMetadata)
+            try minted.spendProof()
             if user.profile.activeSessions[sessionID] != nil, let opened = try store.session(userID: userID, sessionID: sessionID) {
                 // An earlier attempt of this sign-in committed though its answer was lost (a
                 // transaction retried after a timeout): the session is open, with these tokens.
@@ -299,13 +307,25 @@ struct MintedSessions {
     let assurance: Assurance
     private var sessions: [String: MintedSession] = [:]
     private var issued: [String: (appMetadata: [String: JSONValue], tokens: IssuedTokens)] = [:]
+    /// The proof's one-time use (an email code), not spent yet.
+    private var proofUse: (@Sendable () throws(AuthError) -> Void)?
 
-    init(tokens: any TokenIssuing, random: any RandomSource, hooks: SignInHooks, logger: Logger, assurance: Assurance) {
+    init(tokens: any TokenIssuing, random: any RandomSource, hooks: SignInHooks, logger: Logger, assurance: Assurance,
+         proofUse: (@Sendable () throws(AuthError) -> Void)? = nil) {
+        self.proofUse = proofUse
         self.tokens = tokens
         self.random = random
         self.hooks = hooks
         self.logger = logger
         self.assurance = assurance
+    }
+
+    /// Spends the proof (once, whichever attempt gets here first): after the hooks and the mint,
+    /// before the sign-in's write, so that a refusal by either leaves the code usable.
+    mutating func spendProof() throws(AuthError) {
+        guard let use = proofUse else { return }
+        proofUse = nil
+        try use()
     }
 
     mutating func session(for userID: String) -> MintedSession {

@@ -10,10 +10,15 @@ struct SecondFactorGate: Sendable {
     let clock: any WallClock
     let random: any RandomSource
 
+    /// Whether this sign-in waits for the second factor: the user has one, and the proof is one factor.
+    func applies(to user: UserView, proof: ProvenIdentity) -> Bool {
+        user.secondFactor.hasActiveFactor && Assurance.of(proof).level == .aal1
+    }
+
     /// The refusal to throw (its mfaToken written), or nil when this sign-in may open its session.
     func challenge(for user: UserView, proof: ProvenIdentity, device: [String: String], joining: Bool,
                    logger: Logger) throws(AuthError) -> AuthError? {
-        guard user.secondFactor.hasActiveFactor, Assurance.of(proof).level == .aal1 else { return nil }
+        guard applies(to: user, proof: proof) else { return nil }
         let userID = user.profile.userID
         let now = clock.nowSeconds
         let live = user.secondFactor.challenges.filter { $0.isLive(now: now) }

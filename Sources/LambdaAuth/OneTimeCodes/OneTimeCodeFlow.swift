@@ -68,6 +68,20 @@ struct OneTimeCodeFlow: Sendable {
     /// The email identity the code proves, or OTP_INVALID / OTP_EXPIRED / OTP_ATTEMPTS_EXCEEDED.
     /// A used code is gone, so presenting it again is OTP_EXPIRED, as for a replaced one.
     func verify(_ email: EmailAddress, code: String, logger: Logger) throws(AuthError) -> VerifiedIdentity {
+        let checked = try check(email, code: code, logger: logger)
+        try checked.use()
+        return checked.identity
+    }
+
+    /// A right code, not used yet: `use` spends it. A sign-in uses it only once the app's hooks
+    /// have let the sign-in go on, so that a refused one leaves the store as it was (contract
+    /// section 19). A wrong code counts against its attempts here and now.
+    struct CheckedCode: Sendable {
+        let identity: VerifiedIdentity
+        let use: @Sendable () throws(AuthError) -> Void
+    }
+
+    func check(_ email: EmailAddress, code: String, logger: Logger) throws(AuthError) -> CheckedCode {
         try requireEnabled()
         try OneTimeCode.validate(code)
         let now = clock.nowSeconds
@@ -75,9 +89,11 @@ struct OneTimeCodeFlow: Sendable {
         let presented = Array(OneTimeCode.hash(code, for: email, key: key).utf8)
         if constantTimeEqual(presented, Array(live.codeHash.utf8)) {
             guard live.attempts < OneTimeCodeStore.maximumAttempts else { throw OneTimeCodeFlow.attemptsExceeded }
-            guard try store.consume(email, live, now: now) else { throw try refusalAfterLostRace(email, live, now: now) }
-            return VerifiedIdentity(provider: .email, subject: email.normalized, email: email.normalized, emailVerified: true,
-                                    isPrivateEmail: false, name: nil, picture: nil, claims: [:])
+            let identity = VerifiedIdentity(provider: .email, subject: email.normalized, email: email.normalized, emailVerified: true,
+                                            isPrivateEmail: false, name: nil, picture: nil, claims: [:])
+            return CheckedCode(identity: identity) { [self] () throws(AuthError) in
+                guard try store.consume(email, live, now: now) else { throw try refusalAfterLostRace(email, live, now: now) }
+            }
         }
         // One of the codes this one replaced: the user typed an older message's code.
         if live.replacedHashes.contains(where: { constantTimeEqual(presented, Array($0.utf8)) }) { throw OneTimeCodeFlow.expired }

@@ -18,6 +18,9 @@ struct ProvenIdentity: Sendable {
     var userVerified = false
     /// The sign-in's second factor was checked (`mfa` `challenge`): the session opens at aal2.
     var passedSecondFactor = false
+    /// A one-time proof not spent yet (an email code): the sign-in spends it after the app's
+    /// hooks and before its own write; nil when proving spent it already, or spends nothing.
+    var use: (@Sendable () throws(AuthError) -> Void)? = nil
 }
 
 /// What a proof writes when it is used (a passkey's challenge consumed, its count moved), in the
@@ -85,8 +88,13 @@ struct EmailCodeSignIn: SignInProvider {
         let codes = try oneTimeCodes.get()
         try codes.requireEnabled()
         let email = try EmailAddress(try body.requiredString("email", maximumBytes: 254))
-        return ProvenIdentity(identity: try codes.verify(email, code: try body.requiredString("code", maximumBytes: 16), logger: logger),
-                              isOneTimeProof: true)
+        let checked = try codes.check(email, code: try body.requiredString("code", maximumBytes: 16), logger: logger)
+        guard purpose == .signIn else {
+            try checked.use()
+            return ProvenIdentity(identity: checked.identity, isOneTimeProof: true)
+        }
+        // A sign-in spends the code once the app's hooks let it go on (`SignInFlow`).
+        return ProvenIdentity(identity: checked.identity, isOneTimeProof: true, use: checked.use)
     }
 }
 

@@ -239,4 +239,45 @@ import Testing
         #expect(elapsed < 0.75, "answered \(elapsed) s after a 0.8 s deadline was set")
         #expect(context.hooks.names == "beforeUserCreated")
     }
+
+    /// An email code is spent only once the hooks let the sign-in go on: a refused or failed
+    /// sign-in leaves the store as it was, the code included, and the same code then signs in.
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func anEmailCodeSignInRefusedByAHookKeepsItsCode(backend: FlowWorld.Backend) throws {
+        let peer = try HookPeer()
+        let world = try Self.world(backend)
+        let email = EmailCodeWorld.environment(world.directory)
+        let address = "coder@elsewhere.example"
+        func code() throws -> String {
+            let started = world.run("otp-start", ["email": .string(address)], environment: email)
+            #expect(started.responseBody?["error"] == nil, "\(started.stderrText.suffix(800))")
+            return try #require(Outbox.latestCode(to: address, in: world.directory + "/outbox"))
+        }
+        func signIn(_ code: String, hooks: JSONValue?) throws -> JSONValue {
+            let environment = hooks.map { email.merging(peer.environment(hooks: $0)) { $1 } } ?? email
+            let output = world.run("signin", ["provider": "email", "email": .string(address), "code": .string(code)], environment: environment)
+            return try #require(output.responseBody, "\(output.stderrText.suffix(1500))")
+        }
+        let hook: JSONValue = ["url": .string(peer.url)]
+
+        let first = try code()
+        try peer.answer("beforeUserCreated", body: ["decision": "deny", "message": "not yet"])
+        var before = try world.storeState()
+        #expect(try signIn(first, hooks: ["beforeUserCreated": hook])["error"]?["code"] == "HOOK_DENIED")
+        #expect(try world.storeState() == before, "a denied sign-up spent its code")
+        let created = try signIn(first, hooks: nil)
+        #expect(created["isNewUser"] == true, "the code survived the denial: \(created.serialized())")
+
+        let second = try code()
+        try peer.answer("beforeSignIn", body: ["decision": "deny"])
+        try peer.answer("accessTokenClaims", status: 500, body: [:])
+        for (hooks, expected) in [(["beforeSignIn": hook] as JSONValue, "HOOK_DENIED"), (["accessTokenClaims": hook], "HOOK_UNAVAILABLE")] {
+            before = try world.storeState()
+            #expect(try signIn(second, hooks: hooks)["error"]?["code"]?.stringValue == expected)
+            #expect(try world.storeState() == before, "\(expected) spent the code")
+        }
+        let returning = try signIn(second, hooks: nil)
+        #expect(returning["isNewUser"] == false && returning["user"]?["id"] == created["user"]?["id"], "\(returning.serialized())")
+        #expect(try signIn(second, hooks: nil)["error"]?["code"] == "OTP_EXPIRED", "a code signs in once")
+    }
 }
