@@ -1,11 +1,21 @@
 import LambdaAuth
 import LambdaAuthTooling
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Issue 15's figures for every handler, not only signin: a whole process in stdin mode beside
 /// the exit-0 floor of the same run, and warm invocations through the Runtime API. Each handler
 /// gets a request it can answer again and again (see `HandlerRequests`).
+///
+/// With `LAMBDA_AUTH_BASELINE_BIN` set to a directory of another commit's handler executables
+/// (`swift build -c release --show-bin-path` of that checkout), each handler that exists there is
+/// measured side by side with it in the same run: whole processes alternate run by run, warm
+/// blocks alternate, both on the same store and requests, so a refactor's cost is read off
+/// without two runs' machine noise between the figures.
 enum EveryHandlerBench {
     static let warmUp = 20, warmRuns = 201
+    static let baselineBlocks = 4
 
     static func run(_ world: FlowBench.World, executables: [(String, (path: String, label: String))], floor: Double?,
                     _ table: inout BenchTable) {
@@ -36,6 +46,52 @@ enum EveryHandlerBench {
             case .failure(let reason):
                 table.add("floor", "warm \(handler) invocation", reason.description)
             }
+        }
+        if let baseline = getenv("LAMBDA_AUTH_BASELINE_BIN").map({ String(cString: $0) }), !baseline.isEmpty {
+            compare(world, executables: executables, baseline: baseline, requests: (whole, warm), &table)
+        }
+    }
+
+    /// This build against the baseline's executables, handler by handler (see the type's comment).
+    static func compare(_ world: FlowBench.World, executables: [(String, (path: String, label: String))], baseline: String,
+                        requests: (whole: HandlerRequests, warm: HandlerRequests), _ table: inout BenchTable) {
+        for (handler, executable) in executables {
+            let previous = baseline + "/" + handler
+            guard FileSystem.exists(previous), let event = requests.whole.events[handler], let warmEvent = requests.warm.events[handler] else {
+                continue
+            }
+            let environment = requests.whole.environment(for: handler, world)
+            var whole: [[Double]] = [[], []]
+            for index in 0..<FloorBench.runs {
+                for (side, path) in [previous, executable.path].enumerated() {
+                    let bytes = event(index).serializedBytes()
+                    let started = monotonicSeconds()
+                    let output = try? ProcessRunner.run(path, environment: environment, stdin: bytes)
+                    if output?.json?["error"] == nil { whole[side].append((monotonicSeconds() - started) * 1000) }
+                }
+            }
+            var warm: [[Double]] = [[], []]
+            let perBlock = warmRuns / baselineBlocks
+            for _ in 0..<baselineBlocks {
+                for (side, path) in [previous, executable.path].enumerated() {
+                    if case .success(let samples) = ResidentHandler.measure(path, environment: requests.warm.environment(for: handler, world),
+                                                                            warmUp: warmUp, count: perBlock, event: warmEvent) {
+                        warm[side] += samples
+                    }
+                }
+            }
+            func row(_ what: String, _ samples: [[Double]], decimals: Int) {
+                guard !samples[0].isEmpty, !samples[1].isEmpty else {
+                    table.add("floor", "\(handler) \(what): baseline / this build", "a side did not answer")
+                    return
+                }
+                let (before, now) = (percentile(samples[0], 0.5), percentile(samples[1], 0.5))
+                table.add("floor", "\(handler) \(what), medians of \(samples[0].count) / \(samples[1].count): baseline / this build",
+                          format(before, decimals: decimals) + " / " + format(now, decimals: decimals) + " ms ("
+                              + (now >= before ? "+" : "") + format((now - before) / before * 100, decimals: 1) + " %)")
+            }
+            row("whole process, side by side", whole, decimals: 2)
+            row("warm invocation, side by side", warm, decimals: 3)
         }
     }
 

@@ -93,6 +93,8 @@ struct PlaceholderFiller {
     var oidcConfiguration: String? = nil
     /// A replay's software authenticators, for `{{passkeyRegistration …}}` and `{{passkeyAssertion …}}`.
     var passkeys = NamedPasskeyAuthenticators()
+    /// A replayed scenario's stand-in for the app's hook endpoint (`{{hookServer}}`).
+    var hookServer: DevHookServer? = nil
 
     func fill(_ value: JSONValue) throws -> JSONValue {
         switch value {
@@ -159,6 +161,10 @@ struct PlaceholderFiller {
             }
             return head == "totpCode" ? code : (code == "000000" ? "000001" : "000000")
         }
+        if head == "hookServer", words.count == 1 {
+            guard let hookServer else { throw CommandFailure("{{hookServer}} needs the scenario's \"hookServer\": true") }
+            return hookServer.url
+        }
         if head == "oidcIssuer", words.count == 2 {
             guard let oidcIssuers else { throw CommandFailure("{{oidcIssuer \(words[1])}} needs the scenario's oidcIssuers") }
             return try oidcIssuers.baseURL(of: words[1])
@@ -176,7 +182,7 @@ struct PlaceholderFiller {
             return head == "emailCode" ? code : (code == "000000" ? "000001" : "000000")
         }
         guard head == "idToken", words.count >= 2 else {
-            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple|CONFIGURED key=value...}}, {{oidcIssuer NAME}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{totpCode SECRET [offset=SECONDS]}}, {{wrongTotpCode SECRET}}, {{signingKey NAME [alg=RS256|ES256]}}, {{passkeyRegistration NAME challenge=… handle=…}}, {{passkeyAssertion NAME challenge=…}} (a whole string) or {{$name}}")
+            throw CommandFailure("unknown placeholder {{\(placeholder)}}; expected {{idToken google|apple|CONFIGURED key=value...}}, {{oidcIssuer NAME}}, {{hookServer}}, {{appleCode key=value...}}, {{appleNotification key=value...}}, {{emailCode ADDRESS}}, {{wrongEmailCode ADDRESS}}, {{totpCode SECRET [offset=SECONDS]}}, {{wrongTotpCode SECRET}}, {{signingKey NAME [alg=RS256|ES256]}}, {{passkeyRegistration NAME challenge=… handle=…}}, {{passkeyAssertion NAME challenge=…}} (a whole string) or {{$name}}")
         }
         let options = try PlaceholderFiller.options(words.dropFirst(2))
         guard ProviderName.idTokenProviders.contains(where: { $0.rawValue == words[1] }) else {

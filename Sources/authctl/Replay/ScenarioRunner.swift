@@ -15,6 +15,9 @@ import LambdaAuthTooling
 /// `{{appleCode …}}`, `{{appleNotification …}}`; `expect.appleRevocations`: how many tokens it has
 /// revoked by the end of the step; `{{dataKey NAME}}`: a data key made for the run, and a
 /// scenario that sets `AUTH_DATA_KEYS` replaces the back channel's own `AUTH_DATA_KEY`).
+/// `"hookServer": true` starts a stand-in for the app's hook endpoint (`DevHookServer`):
+/// `{{hookServer}}` is its URL, a step's `hookAnswers` sets what it answers from then on, and
+/// `expect.hookCalls` lists the hooks the step called.
 /// `"oidcIssuers": [{"name": "microsoft", "jwksPath": "/common/discovery/v2.0/keys",
 /// "algorithms": ["RS256", "PS256"], "keysDeclareAlgorithm": false}]` starts a loopback stand-in
 /// for the issuer of each configured provider named (`DevOIDCIssuers`): it publishes the dev
@@ -54,6 +57,8 @@ struct Scenario {
         var expectedError: String?
         var save: [String: String]
         var expectedAppleRevocations: Int?
+        var hookAnswers: [String: JSONValue]
+        var expectedHookCalls: [String]?
     }
 
     var path: String
@@ -62,6 +67,7 @@ struct Scenario {
     var environment: [String: String]
     var steps: [Step]
     var appleServer: Bool
+    var hookServer: Bool
     var oidcIssuers: [DevOIDCIssuers.Issuer]
 
     init(path: String, root: String) throws {
@@ -78,6 +84,7 @@ struct Scenario {
         start = Int64(now)
         environment = try Scenario.environmentMap(json["environment"], fail("environment must map names to strings or JSON"))
         appleServer = json["appleServer"] == true
+        hookServer = json["hookServer"] == true
         oidcIssuers = try (json["oidcIssuers"]?.arrayValue ?? []).map { try DevOIDCIssuers.Issuer($0, fail: fail) }
         guard let rawSteps = json["steps"]?.arrayValue, !rawSteps.isEmpty else { throw fail("needs a non-empty \"steps\" array") }
         steps = try rawSteps.enumerated().map { index, raw in
@@ -105,7 +112,17 @@ struct Scenario {
                 environment: try Scenario.environmentMap(raw["environment"], fail("\(label): environment must map names to strings or JSON")),
                 expectedStatus: Int(status), expectedBody: expect["body"], expectedError: expect["error"]?.stringValue,
                 save: try Scenario.stringMap(raw["save"], fail("\(label): save must map names to paths")),
-                expectedAppleRevocations: expect["appleRevocations"]?.int64Value.map(Int.init))
+                expectedAppleRevocations: expect["appleRevocations"]?.int64Value.map(Int.init),
+                hookAnswers: try raw["hookAnswers"].map { (answers) throws(CommandFailure) in
+                    guard let object = answers.objectValue else { throw fail("\(label): hookAnswers must map hook types to answers") }
+                    return object
+                } ?? [:],
+                expectedHookCalls: try expect["hookCalls"].map { (calls) throws(CommandFailure) in
+                    guard let names = calls.arrayValue?.compactMap(\.stringValue), names.count == calls.arrayValue?.count else {
+                        throw fail("\(label): expect.hookCalls must be an array of hook types")
+                    }
+                    return names
+                })
         }
     }
 
@@ -163,6 +180,9 @@ struct ScenarioRunner {
         var storeEnvironment = try backend.storeEnvironment(world: world, inherited: baseEnvironment)
         let apple = scenario.appleServer ? try DevAppleBackChannel(identityProvider: environment.identityProvider, start: scenario.start) : nil
         if let apple { storeEnvironment.merge(apple.environment) { $1 } }
+        let hooks = scenario.hookServer ? try DevHookServer() : nil
+        defer { hooks?.stop() }
+        if hooks != nil { storeEnvironment["AUTH_HOOK_SECRET"] = DevHookServer.secretVariable }
         let oidcIssuers = scenario.oidcIssuers.isEmpty ? nil
             : try DevOIDCIssuers(scenario.oidcIssuers, identityProvider: environment.identityProvider)
         var clock = scenario.start
@@ -179,7 +199,9 @@ struct ScenarioRunner {
             let label = "step \(index + 1) (\(step.handler)) \(step.name)"
             apple?.clock.set(clock)
             var filler = PlaceholderFiller(environment: environment, now: clock, saved: saved, signingKeys: signingKeys,
-                                           appleServer: apple, outbox: world + "/outbox", oidcIssuers: oidcIssuers, passkeys: passkeys)
+                                           appleServer: apple, outbox: world + "/outbox", oidcIssuers: oidcIssuers, passkeys: passkeys,
+                                           hookServer: hooks)
+            hooks?.answer(step.hookAnswers)
             let scenarioVariables = try scenario.environment.merging(step.environment) { $1 }.mapValues(filler.fill)
             var variables = baseEnvironment.merging(scenarioVariables) { $1 }
             filler.oidcConfiguration = variables["AUTH_OIDC_PROVIDERS"]
@@ -210,6 +232,15 @@ struct ScenarioRunner {
                 } catch {
                     problems.append("cannot append to \(metricsFile): \(error)")
                 }
+            }
+            if let hooks {
+                let (calls, unsigned) = hooks.takeCalls()
+                if let expected = step.expectedHookCalls, expected != calls {
+                    problems.append("hook calls: expected \(expected), the hook server had \(calls)")
+                }
+                if unsigned > 0 { problems.append("\(unsigned) hook call(s) whose webhook-signature did not verify") }
+            } else if step.expectedHookCalls != nil {
+                problems.append("expect.hookCalls needs the scenario's \"hookServer\": true")
             }
             if let expected = step.expectedAppleRevocations, expected != apple?.server.revocations.count {
                 problems.append("Apple revocations: expected \(expected), the dev Apple server has \(apple?.server.revocations.count ?? 0)")
