@@ -173,6 +173,12 @@ def run(playwright):
         assert overflow <= 390, "the user page is %d px wide on a phone: %s" % (overflow, wide)
         phone.close()
 
+        # Deleting the passkey: the identity goes, the sessions stay.
+        console.click("button:has-text('Delete passkey')")
+        console.locator(".notice").filter(has_text="Passkey deleted").wait_for()
+        assert console.locator("section[aria-labelledby=passkeys]").get_by_text("None.").count() == 1, "the passkey is still listed"
+        step("console: passkey deleted")
+
         # Revoking the demo's session: its next refresh is refused.
         console.click("button:has-text('Revoke session')")
         console.locator(".notice").filter(has_text="Session revoked").wait_for()

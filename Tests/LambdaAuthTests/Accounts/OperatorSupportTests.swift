@@ -74,4 +74,28 @@ import Testing
         let again = try Self.authctl(world, "users", "revoke-session", userID, sessionID)
         #expect(again.exitCode == 1, "a session already revoked is not active: \(again.stdoutText)")
     }
+
+    @Test(arguments: FlowWorld.Backend.allCases)
+    func anOperatorDeletesOnePasskeyAndARefusalChangesNothing(backend: FlowWorld.Backend) throws {
+        let world = try FlowWorld(PasskeyFlowTests.passkeysOn, backend: backend)
+        let session = try PasskeyFlowTests.googleSession(world, subject: "support-passkey")
+        let registered = try PasskeyFlowTests.register(world, session)
+        var authenticator = registered.0
+        let passkeyID = registered.1
+
+        let before = try world.storeState()
+        let unknown = try Self.authctl(world, "users", "delete-passkey", session.userID, "no-such-passkey")
+        #expect(unknown.exitCode == 1 && unknown.stderrText.contains("no passkey"), "\(unknown.stderrText)")
+        #expect(try world.storeState() == before, "a refused deletion changed the store")
+
+        let deleted = try Self.authctl(world, "users", "delete-passkey", session.userID, passkeyID)
+        #expect(deleted.exitCode == 0 && deleted.json?["deleted"] == true, "\(deleted.stdoutText) \(deleted.stderrText)")
+        #expect(try Self.authctl(world, "users", "passkeys", session.userID).json?["passkeys"] == [], "the passkey is still listed")
+        // The credential no longer signs anyone in; the Google session goes on.
+        let refused = PasskeyFlowTests.code {
+            try PasskeyFlowTests.signIn(world, authenticator.assertion(challenge: try PasskeyFlowTests.loginChallenge(world)))
+        }
+        #expect(refused != nil, "a deleted passkey still signed in")
+        #expect(try Self.authctl(world, "users", "find", "support-passkey").json?["users"]?.arrayValue?.first?["activeSessions"]?.int64Value == 1)
+    }
 }

@@ -22,6 +22,7 @@ import Testing
         "demo: signed in with an email code from the outbox, refreshed",
         "console: 401 without its token",
         "console: user found by email, its <script> name shown as text",
+        "console: passkey deleted",
         "console: session revoked; the demo's refresh answered REFRESH_TOKEN_REVOKED",
         "console: app metadata saved; the next access token carries it",
         "console: recent events show the revocation and the metadata change",
