@@ -70,7 +70,7 @@ def get(url, headers=None):
     return answer.status, dict((key.lower(), value) for key, value in answer.getheaders()), body
 
 
-def wait_status(page, text, timeout=15000):
+def wait_status(page, text, timeout=30000):
     status = page.locator("#status")
     try:
         status.filter(has_text=text).wait_for(timeout=timeout)
@@ -103,9 +103,11 @@ def run(playwright):
     dev_dir = os.path.join(WORKDIR, "dev")
     console_url = serve(port, dev_dir)
     demo_url = "http://localhost:%d/demo" % port
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"], timeout=60000)
     try:
         context = browser.new_context(viewport={"width": 1000, "height": 900})
+        # Under a loaded machine (make test runs suites side by side) a step may take seconds.
+        context.set_default_timeout(30000)
         demo = context.new_page()
         cdp = context.new_cdp_session(demo)
         cdp.send("WebAuthn.enable")
