@@ -12,7 +12,7 @@ struct AuthCtl: ParsableCommand {
         abstract: "The developer's tool: a dev identity provider, keys, store inspection, replay.",
         subcommands: [DevIDPCommands.self, StoreCommands.self, HandlersCommand.self, InvokeCommand.self, DemoCommand.self,
                       ReplayCommand.self, ServeCommand.self, OpenAPICommand.self, AccessTokenJWKSCommand.self, KeyCommands.self, CredentialCommands.self, UserCommands.self,
-                      EventsCommands.self, HooksCommands.self]
+                      EventsCommands.self, HooksCommands.self, ConsoleCommand.self]
     )
 
     /// Usage errors read like every other authctl error: "authctl: what is wrong".

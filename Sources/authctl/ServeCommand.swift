@@ -2,6 +2,7 @@ import ArgumentParser
 import LambdaAuth
 import LambdaAuthTooling
 import Logging
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,8 +54,6 @@ struct ServeCommand: ParsableCommand {
                 .google: DevEnvironment.googleAudiences[0], .apple: DevEnvironment.appleAudiences[0],
             ])
         }
-        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes, hostNames: allowedHosts, authorizer: authorizer.mode)
-        try startEventsWebhook(environment)
         // Blocked before any thread starts, so every thread inherits the mask and only sigwait
         // below takes them: a signal never interrupts a handler mid-request.
         var stopSignals = sigset_t()
@@ -62,11 +61,33 @@ struct ServeCommand: ParsableCommand {
         sigaddset(&stopSignals, SIGINT)
         sigaddset(&stopSignals, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        // Bound before the handlers are built: on the dev defaults the passkey origin names the port.
+        let router = ServeRouter()
         let listener: ServeListener
         do {
-            listener = try ServeListener(host: address, port: port) { request in api.respond(request) }
+            listener = try ServeListener(host: address, port: port) { request in router.respond(request) }
         } catch {
             throw CommandFailure(error.description)
+        }
+        if devRoutes != nil, (environment["AUTH_PASSKEY_RP_ID"] ?? "").isEmpty {
+            // The demo's passkeys: a browser allows WebAuthn over http on localhost only.
+            environment["AUTH_PASSKEY_RP_ID"] = "localhost"
+            environment["AUTH_PASSKEY_ORIGINS"] = "http://localhost:\(listener.port)"
+        }
+        let api = try LocalHTTPAPI(environment: environment, devIdentity: devRoutes, hostNames: allowedHosts, authorizer: authorizer.mode,
+                                   loopbackCORS: devRoutes != nil)
+        try startEventsWebhook(environment)
+        var devConsole: ConsoleApp?
+        if devRoutes != nil {
+            let configuration = try AuthConfiguration.fromEnvironment(environment, forHandlers: false)
+            devConsole = ConsoleApp(administration: api.administration, token: ConsoleApp.newToken(), hostNames: allowedHosts,
+                                 recentEvents: ConsoleCommand.recentEvents(configuration), logger: Logger.jsonLines(level: .info))
+        }
+        let console = devConsole
+        router.start { request in
+            if let console, let answer = console.respond(request) { return answer }
+            if console != nil, let answer = DemoApp.respond(request) { return answer }
+            return api.respond(request)
         }
         if !address.hasPrefix("127.") {
             standardError("authctl serve: listening on \(address) as --host asked: reachable from the network" + (devRoutes != nil ? ", dev identity provider included" : ""))
@@ -78,6 +99,10 @@ struct ServeCommand: ParsableCommand {
         case .configured(let reason): modeText = "configured mode: the environment as given, no dev identity provider; \(reason)"
         }
         writeStandardOutputLine("lambda-auth serving on http://\(address):\(listener.port) (\(modeText))")
+        if let console {
+            writeStandardOutputLine("console: http://\(address):\(listener.port)\(console.entryPath)")
+            writeStandardOutputLine("web demo: http://localhost:\(listener.port)\(DemoApp.basePath)")
+        }
         var received: Int32 = 0
         while sigwait(&stopSignals, &received) != 0 {}
         standardError("authctl serve: stopping after the requests in flight (\(listener.requestsInFlight))")
@@ -99,6 +124,21 @@ extension ServeCommand {
                                     options: ItemEvents.Options(source: configuration.issuer, includeEmail: configuration.eventsIncludeEmail),
                                     logger: Logger.jsonLines(level: .warning))
         try webhook.start()
+    }
+}
+
+/// Serve's requests go to the handler set once the listener is bound; until then (a few
+/// milliseconds at start) a request is 503.
+final class ServeRouter: Sendable {
+    private let handler = Mutex<(@Sendable (ServeListener.Request) -> ServeListener.Response)?>(nil)
+
+    func start(_ handler: @escaping @Sendable (ServeListener.Request) -> ServeListener.Response) {
+        self.handler.withLock { $0 = handler }
+    }
+
+    func respond(_ request: ServeListener.Request) -> ServeListener.Response {
+        guard let handler = handler.withLock({ $0 }) else { return ServeListener.message(503, "Service Unavailable") }
+        return handler(request)
     }
 }
 

@@ -10,10 +10,19 @@ import Glibc
 struct UserCommands: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users", abstract: "Show or delete one user, import users from another system, or prune expired guests (AUTH_STORE names the store).",
-        subcommands: [Show.self, Passkeys.self, SetMetadata.self, MFAReset.self, Delete.self, Import.self, PruneGuests.self])
+        subcommands: [Show.self, Find.self, List.self, Passkeys.self, SetMetadata.self, RevokeSession.self, DeletePasskey.self, MFAReset.self,
+                      Delete.self, Import.self, PruneGuests.self])
 
     static func administration() throws -> AccountAdministration {
         try AuthServices(configuration: AuthCtlContext.current.configuration(), logger: Logger.jsonLines(level: .warning)).administration
+    }
+
+    /// An operator change's outcome (nil: no such user; false: the user has no such session or
+    /// passkey): printed as `done`, or a failure naming what was missing.
+    static func report(_ outcome: Bool?, userID: String, absent: String, _ done: JSONValue) throws {
+        guard let outcome else { throw CommandFailure("no user \(userID)") }
+        guard outcome else { throw CommandFailure(absent) }
+        print(done.prettyPrinted())
     }
 
     struct Show: ParsableCommand {
@@ -37,6 +46,60 @@ struct UserCommands: ParsableCommand {
                 throw CommandFailure(from == nil ? "no user \(userID)" : "no user imported from \(from!) id \(userID) (it would be \(id))")
             }
             print(description.prettyPrinted())
+        }
+    }
+
+    struct Find: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Find users by id, verified email address or provider subject (provider:subject for a configured provider).")
+
+        @Argument(help: "The id, address or subject.") var query: String
+
+        func run() throws {
+            print(JSONValue.object(["users": .array(try UserCommands.administration().findUsers(query))]).prettyPrinted())
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List users a page at a time, in the store's scan order (each page's next is the following page's --after).")
+
+        @Option(help: "Users per page, 1 to 100.") var limit = 50
+        @Option(help: "The previous page's next.") var after: String?
+
+        func run() throws {
+            let page = try UserCommands.administration().listUsers(limit: limit, after: after)
+            print(JSONValue.object(["users": .array(page.users), "next": page.next.map(JSONValue.string) ?? .null]).prettyPrinted())
+        }
+    }
+
+    struct RevokeSession: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-session",
+            abstract: "End one of the user's sessions as its own DELETE /sessions/{id} would (refresh tokens revoked, session.ended published).")
+
+        @Argument(help: "The user id.") var userID: String
+        @Argument(help: "The session id (users show lists them).") var sessionID: String
+
+        func run() throws {
+            try UserCommands.report(UserCommands.administration().revokeSession(userID, sessionID: sessionID, logger: Logger.jsonLines(level: .info)),
+                                    userID: userID, absent: "\(sessionID) is not one of the user's active sessions",
+                                    ["revoked": true, "userId": .string(userID), "sessionId": .string(sessionID)])
+        }
+    }
+
+    struct DeletePasskey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "delete-passkey",
+            abstract: "Remove one of the user's passkeys (not its last identity); its sessions stay.")
+
+        @Argument(help: "The user id.") var userID: String
+        @Argument(help: "The passkey id (users passkeys lists them).") var passkeyID: String
+
+        func run() throws {
+            try UserCommands.report(UserCommands.administration().deletePasskey(userID, passkeyID: passkeyID, logger: Logger.jsonLines(level: .info)),
+                                    userID: userID, absent: "the user has no passkey \(passkeyID)",
+                                    ["deleted": true, "userId": .string(userID), "passkeyId": .string(passkeyID)])
         }
     }
 

@@ -8,7 +8,8 @@
 #   test:    what package needs, and the Python packages the tests (and `make bench`) use as
 #            independent peers (cryptography, joserfc, PyJWT, botocore, moto[server],
 #            aws-embedded-metrics, jsonschema, cloudevents, openapi-spec-validator, schemathesis, standardwebhooks) and cfn-lint with the SAM translator;
-#            soft-webauthn with python-fido2 1.x, and py_webauthn, each in a virtual environment of its own.
+#            soft-webauthn with python-fido2 1.x, and py_webauthn, each in a virtual environment of its own;
+#            Debian's chromium and playwright (pinned) for the browser tests.
 #   bench:   what test needs, and Debian's golang-go for the Go peer that `make bench` measures.
 # Debian packages are installed with apt-get when running as root; otherwise the one missing
 # package is named and the script exits 1. Python packages go through `python3 -m pip`.
@@ -117,6 +118,16 @@ test)
     python_has openapi_spec_validator || pip_install openapi-spec-validator
     # Fuzzes a served instance against it: only documented statuses and bodies, never a 5xx.
     python_has schemathesis || pip_install schemathesis
+    # The browser tests (Tests/Scripts/browser_check.py): Debian's Chromium, driven headless by
+    # Playwright from PyPI through its executable_path. Never `playwright install`: no browser is
+    # downloaded, the one the system's package manager keeps is the one tested.
+    if command -v dpkg >/dev/null; then
+        install_debian chromium
+    else
+        command -v chromium >/dev/null || fail "missing chromium: install it with your system's package manager (the browser tests run it)"
+    fi
+    python3 -c 'import playwright, sys; from importlib.metadata import version; sys.exit(version("playwright") != "1.65.2")' >/dev/null 2>&1 \
+        || pip_install 'playwright==1.65.2'
     # soft-webauthn, a software authenticator for the passkey tests (Tests/Scripts/webauthn_peer.py),
     # needs fido2 1.x and with it an older cryptography: in a virtual environment of its own, so
     # the packages above stay as they are.

@@ -38,6 +38,10 @@ public final class LocalHTTPAPI: Sendable {
     /// DNS names a request's `Host` may carry besides `localhost` (`--allow-host`), lowercased.
     let hostNames: Set<String>
     let logger: Logger
+    /// The dev defaults' CORS when AUTH_CORS_ORIGINS is unset: any `http://localhost:<port>` or
+    /// `http://127.0.0.1:<port>` origin, so that a page on a dev server (Vite, Next) can call
+    /// serve. The deployed handlers never have it: their list is AUTH_CORS_ORIGINS alone.
+    let loopbackCORS: Bool
     /// Every event handed to a handler, before it runs: for tests, which cannot see the event a
     /// handler decodes (InvocationRequest keeps no request context).
     let eventObserver: (@Sendable (JSONValue) -> Void)?
@@ -45,8 +49,9 @@ public final class LocalHTTPAPI: Sendable {
     /// Builds every handler of the catalogue on one set of services from `environment`: a
     /// configuration error is thrown here, at start, as a Lambda init error would be.
     /// `logSink`: where the log lines go (stderr; a test keeps them).
+    /// `loopbackCORS`: the dev defaults' CORS for loopback origins, used while AUTH_CORS_ORIGINS is unset.
     public init(environment: [String: String], devIdentity: DevIdentityRoutes? = nil, hostNames: [String] = [],
-                authorizer mode: ServeAuthorizer = .jwt,
+                authorizer mode: ServeAuthorizer = .jwt, loopbackCORS: Bool = false,
                 eventObserver: (@Sendable (JSONValue) -> Void)? = nil,
                 logSink: @escaping @Sendable (String) -> Void = writeStandardErrorLine) throws(AuthError) {
         settings = try LambdaSettings.fromEnvironment(environment)
@@ -67,6 +72,7 @@ public final class LocalHTTPAPI: Sendable {
         }
         lambdaAuthorizer = mode == .lambda ? LambdaAuthorizerGate(services: services, testMode: settings.testMode) : nil
         self.devIdentity = devIdentity
+        self.loopbackCORS = loopbackCORS && settings.cors == nil
         self.hostNames = Set(hostNames.map { $0.lowercased() })
         self.eventObserver = eventObserver
     }
@@ -93,7 +99,7 @@ public final class LocalHTTPAPI: Sendable {
             }
             var response: ServeListener.Response
             let event: String
-            if request.method == "OPTIONS", let cors = settings.cors, request.headers.contains(where: {
+            if request.method == "OPTIONS", let cors = corsPolicy(origin: origin), request.headers.contains(where: {
                 $0.name.lowercased() == "access-control-request-method" }) {
                 response = ServeListener.Response(status: 204, headers: cors.preflightHeaders(origin: origin).sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
                 event = "cors_preflight"
@@ -235,7 +241,7 @@ public final class LocalHTTPAPI: Sendable {
         for failure in StoreMaintenance.runDue() {
             logger.warning("store maintenance failed; it is retried later", metadata: ["reason": .string(failure.description)])
         }
-        let document = EventCodec.encode(response, kind: decoded.kind, cors: settings.cors, origin: decodedRequest?.headers["origin"])
+        let document = EventCodec.encode(response, kind: decoded.kind, cors: corsPolicy(origin: origin), origin: decodedRequest?.headers["origin"])
         return LocalHTTPAPI.httpResponse(document)
     }
 
@@ -252,8 +258,25 @@ public final class LocalHTTPAPI: Sendable {
         return ServeListener.Response(status: status, headers: headers, body: body)
     }
 
+    /// AUTH_CORS_ORIGINS when set; on the dev defaults without it, a policy of the one loopback
+    /// origin asking (scheme http, host localhost or 127.0.0.1, any port), so that the headers
+    /// and preflights are the ones the configured list would give it.
+    func corsPolicy(origin: String?) -> CORSPolicy? {
+        if let cors = settings.cors { return cors }
+        guard loopbackCORS, let origin, LocalHTTPAPI.isLoopbackDevOrigin(origin) else { return nil }
+        return CORSPolicy(origins: [origin])
+    }
+
+    public static func isLoopbackDevOrigin(_ origin: String) -> Bool {
+        guard let parsed = WebOrigin(serialized: origin) else { return false }
+        return parsed.scheme == "http" && (parsed.host == "localhost" || parsed.host == "127.0.0.1")
+    }
+
+    /// The store's operator functions (`authctl users`), for the console serve hosts.
+    public var administration: AccountAdministration { services.administration }
+
     func corsHeaders(_ origin: String?) -> [(String, String)] {
-        (settings.cors?.responseHeaders(origin: origin) ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        (corsPolicy(origin: origin)?.responseHeaders(origin: origin) ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// `POST /dev/idp/{google|apple}/token` `{"sub", "email"?, "name"?, "aud"?, "nonce"?}` → `{"idToken"}`.
