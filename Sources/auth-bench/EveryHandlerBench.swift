@@ -48,34 +48,42 @@ enum EveryHandlerBench {
             }
         }
         if let baseline = getenv("LAMBDA_AUTH_BASELINE_BIN").map({ String(cString: $0) }), !baseline.isEmpty {
-            compare(world, executables: executables, baseline: baseline, requests: (whole, warm), &table)
+            compare(world, executables: executables, baseline: baseline, &table)
         }
     }
 
     /// This build against the baseline's executables, handler by handler (see the type's comment).
+    /// Each side gets requests of its own: refresh, signout and delete-account use up what they
+    /// act on, and the rows above used up the first sets.
     static func compare(_ world: FlowBench.World, executables: [(String, (path: String, label: String))], baseline: String,
-                        requests: (whole: HandlerRequests, warm: HandlerRequests), _ table: inout BenchTable) {
+                        _ table: inout BenchTable) {
+        let perBlock = warmRuns / baselineBlocks, perSide = baselineBlocks * (warmUp + perBlock)
+        guard let wholeA = HandlerRequests(world, count: FloorBench.runs), let wholeB = HandlerRequests(world, count: FloorBench.runs),
+              let warmA = HandlerRequests(world, count: perSide), let warmB = HandlerRequests(world, count: perSide) else {
+            table.add("floor", "side by side with the baseline", "the accounts the requests need could not be made")
+            return
+        }
         for (handler, executable) in executables {
             let previous = baseline + "/" + handler
-            guard FileSystem.exists(previous), let event = requests.whole.events[handler], let warmEvent = requests.warm.events[handler] else {
-                continue
-            }
-            let environment = requests.whole.environment(for: handler, world)
+            let events = [wholeA, wholeB].compactMap { $0.events[handler] }, warmEvents = [warmA, warmB].compactMap { $0.events[handler] }
+            guard FileSystem.exists(previous), events.count == 2, warmEvents.count == 2 else { continue }
+            let environment = wholeA.environment(for: handler, world)
             var whole: [[Double]] = [[], []]
             for index in 0..<FloorBench.runs {
                 for (side, path) in [previous, executable.path].enumerated() {
-                    let bytes = event(index).serializedBytes()
+                    let bytes = events[side](index).serializedBytes()
                     let started = monotonicSeconds()
                     let output = try? ProcessRunner.run(path, environment: environment, stdin: bytes)
                     if output?.json?["error"] == nil { whole[side].append((monotonicSeconds() - started) * 1000) }
                 }
             }
             var warm: [[Double]] = [[], []]
-            let perBlock = warmRuns / baselineBlocks
-            for _ in 0..<baselineBlocks {
+            for block in 0..<baselineBlocks {
                 for (side, path) in [previous, executable.path].enumerated() {
-                    if case .success(let samples) = ResidentHandler.measure(path, environment: requests.warm.environment(for: handler, world),
-                                                                            warmUp: warmUp, count: perBlock, event: warmEvent) {
+                    let offset = block * (warmUp + perBlock)
+                    if case .success(let samples) = ResidentHandler.measure(path, environment: warmA.environment(for: handler, world),
+                                                                            warmUp: warmUp, count: perBlock,
+                                                                            event: { warmEvents[side](offset + $0) }) {
                         warm[side] += samples
                     }
                 }
