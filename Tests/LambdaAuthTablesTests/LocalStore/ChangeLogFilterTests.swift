@@ -65,6 +65,50 @@ import Testing
         #expect(changes.map { $0.key.pk + " " + $0.key.sk } == ["ACCT#b2 OWNER"])
     }
 
+    /// The erasure reads the file as bytes (account deletion runs it on every request): what it
+    /// keeps stays byte for byte, a line a crash cut short goes when it names the account, and a
+    /// deletion whose removals an ordinary checkpoint moved to the file before its erasure is
+    /// still found.
+    @Test func anErasureKeepsOtherLinesByteForByteAndFindsADeletionLeftUnerased() throws {
+        let directory = TestSupport.temporaryDirectory("change-log-filter-bytes")
+        defer { TestSupport.removeTree(directory) }
+        let table = Self.store(directory)
+        try Self.put(table, "ACCT#a1", "OWNER", ["title": .s("one")])
+        try Self.put(table, "ACCT#a1", "DOC#1", ["title": .s("one's doc")])
+        try Self.put(table, "ACCT#b2", "OWNER", ["title": .s("two")])
+        try table.eraseDeletedItems()
+        let path = directory + "/changes"
+        let lines = String(decoding: try FileSystem.readFile(path), as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        let keptLine = try #require(lines.first { $0.contains("ACCT#b2") })
+        // A crash cut an append short: half of a1's line, then the next append's own line.
+        let cut = String(try #require(lines.first { $0.contains("ACCT#a1") }).prefix(120))
+        try FileSystem.writeAtomically(path, Array((lines.joined(separator: "\n") + "\n" + cut + "\n").utf8))
+
+        try table.deleteItem(TableKey(pk: "ACCT#a1", sk: "DOC#1"))
+        try table.deleteItem(TableKey(pk: "ACCT#a1", sk: "OWNER"))
+        #expect(try table.checkpointIfDue(), "the removals reach the file before any erasure")
+        #expect(String(decoding: try FileSystem.readFile(path), as: UTF8.self).contains(#""eventName":"REMOVE""#))
+        try table.eraseDeletedItems()
+
+        let file = String(decoding: try FileSystem.readFile(path), as: UTF8.self)
+        #expect(file == keptLine + "\n")
+        #expect(try table.changeRecords().map { $0.key.pk + " " + $0.key.sk } == ["ACCT#b2 OWNER"])
+    }
+
+    @Test func linesAreFoundWithoutTheirNewlinesAndEmptyOnesLeftOut() {
+        func lines(_ text: String) -> [String] {
+            let bytes = Array(text.utf8)
+            return ChangeLog.lineRanges(bytes).map { String(decoding: bytes[$0], as: UTF8.self) }
+        }
+        #expect(lines("") == [])
+        #expect(lines("\n\n") == [])
+        #expect(lines("a\nbc\n\nd") == ["a", "bc", "d"])
+        #expect(lines("a\n") == ["a"])
+        #expect(ChangeLog.contains(Array("xxabcxx".utf8)[...], Array("abc".utf8)))
+        #expect(!ChangeLog.contains(Array("ab".utf8)[...], Array("abc".utf8)))
+    }
+
     @Test func theDefaultFilterKeepsNothingAndAnErasureWithoutAccountsKeepsEverything() throws {
         let directory = TestSupport.temporaryDirectory("change-log-filter-none")
         let other = TestSupport.temporaryDirectory("change-log-filter-all")
