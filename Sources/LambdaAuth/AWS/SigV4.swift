@@ -243,7 +243,7 @@ struct URLParts {
     var query: String
 
     init(_ url: String) throws(SigV4Error) {
-        guard let schemeEnd = url.firstRange(of: "://") else { throw SigV4Error(reason: "URL without a scheme") }
+        guard let schemeEnd = url.firstRange(ofText: "://") else { throw SigV4Error(reason: "URL without a scheme") }
         scheme = url[..<schemeEnd.lowerBound].lowercased()
         var rest = url[schemeEnd.upperBound...]
         if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
@@ -259,7 +259,7 @@ struct URLParts {
             query = ""
         }
         // An IPv6 literal keeps its brackets; its colons are not a port separator.
-        let portSeparator = authority.hasPrefix("[") ? authority.firstRange(of: "]:").map { authority.index(before: $0.upperBound) }
+        let portSeparator = authority.hasPrefix("[") ? authority.firstRange(ofText: "]:").map { authority.index(before: $0.upperBound) }
                                                       : authority.lastIndex(of: ":")
         if let portSeparator {
             guard let number = Int(authority[authority.index(after: portSeparator)...]), (0...65_535).contains(number) else {

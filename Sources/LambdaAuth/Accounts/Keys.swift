@@ -121,7 +121,7 @@ package enum Keys {
     /// The key is hashed when it could not be part of a key as it is (too long, or with `#`), so
     /// no caller input shapes keys.
     static func rateCounter(_ scope: RateLimitScope, key: String) -> TableKey {
-        let plain = key.utf8.count <= 128 && !key.contains("#") && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        let plain = key.utf8.count <= 128 && !key.contains(text: "#") && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
         let part = plain ? key : "sha256:" + SHA256.hexDigest(of: Array(key.utf8))
         return TableKey(pk: rateCounterPrefix + scope.name + "#" + part, sk: "SLOTS")
     }

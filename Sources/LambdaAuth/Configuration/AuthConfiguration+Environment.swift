@@ -60,7 +60,7 @@ extension AuthConfiguration {
             }
         }
         configuration.emailFrom = reader.string("AUTH_EMAIL_FROM")
-        if let from = configuration.emailFrom, !from.contains("@") || from.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+        if let from = configuration.emailFrom, !from.contains(text: "@") || from.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw configError("AUTH_EMAIL_FROM", "must be an email address")
         }
         configuration.sesEndpoint = try reader.secureURL("AUTH_SES_ENDPOINT")

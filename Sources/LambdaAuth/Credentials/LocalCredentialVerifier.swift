@@ -103,7 +103,7 @@ public struct LocalCredentialVerifier: Sendable {
         let path = SigV4.percentDecode(canonical.canonicalURI) ?? canonical.canonicalURI
         let segments = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: true)
         let keyCandidates = [String(path.drop { $0 == "/" }), segments.count == 2 ? String(segments[1]) : ""]
-        if keyCandidates.contains(where: { $0.hasPrefix(prefix) && !$0.contains("/../") }) { return }
+        if keyCandidates.contains(where: { $0.hasPrefix(prefix) && !$0.contains(text: "/../") }) { return }
         let listingPrefix = canonical.canonicalQuery.split(separator: "&")
             .first { $0.hasPrefix("prefix=") }
             .flatMap { SigV4.percentDecode($0.dropFirst("prefix=".count)) }

@@ -169,7 +169,7 @@ enum STSXML {
     static func uniqueElement(_ name: String, in text: String) -> Substring? {
         var found: Substring?
         var rest = text[...]
-        while let open = rest.firstRange(of: "<\(name)") {
+        while let open = rest.firstRange(ofText: "<\(name)") {
             let afterName = open.upperBound
             guard afterName < rest.endIndex else { return found }
             if rest[afterName] == "/" {  // `<name/>`: an empty occurrence
@@ -183,7 +183,7 @@ enum STSXML {
                 continue  // a longer name with the same prefix
             }
             guard found == nil, let tagEnd = rest[afterName...].firstIndex(of: ">"),
-                  let close = rest[rest.index(after: tagEnd)...].firstRange(of: "</\(name)>") else { return nil }
+                  let close = rest[rest.index(after: tagEnd)...].firstRange(ofText: "</\(name)>") else { return nil }
             found = rest[rest.index(after: tagEnd)..<close.lowerBound]
             rest = rest[close.upperBound...]
         }
@@ -192,7 +192,7 @@ enum STSXML {
 
     /// Plain text only: nil if it contains markup or an entity we do not know.
     static func unescape<Text: StringProtocol>(_ raw: Text) -> String? {
-        guard !raw.contains("<") else { return nil }
+        guard !raw.contains(Character("<")) else { return nil }
         var output = ""
         var rest = Substring(raw)
         while let ampersand = rest.firstIndex(of: "&") {

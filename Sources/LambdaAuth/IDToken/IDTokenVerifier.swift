@@ -196,7 +196,7 @@ enum IssuerRule: Sendable {
             guard !tenant.utf8.contains(UInt8(ascii: ":")) else {
                 throw AuthError(.invalidIssuer, "the token's tid contains ':'")
             }
-            try IDTokenClaims.checkIssuer(claims, issuers: [pattern.replacing(OIDCProviderSettings.tenantPlaceholder, with: tenant)])
+            try IDTokenClaims.checkIssuer(claims, issuers: [pattern.replacing(text: OIDCProviderSettings.tenantPlaceholder, with: tenant)])
             if let tenants, !tenants.contains(tenant) {
                 throw AuthError(.invalidIssuer, "the token's tenant is not among the accepted tenants")
             }

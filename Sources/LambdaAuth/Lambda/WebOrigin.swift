@@ -10,7 +10,7 @@ public struct WebOrigin: Sendable, Equatable {
 
     public init?(serialized text: String) {
         let bytes = Array(text.utf8)
-        guard let separator = text.firstRange(of: "://") else { return nil }
+        guard let separator = text.firstRange(ofText: "://") else { return nil }
         let scheme = String(text[..<separator.lowerBound])
         guard scheme == "http" || scheme == "https" else { return nil }
         var authority = Substring(text[separator.upperBound...])
@@ -28,7 +28,7 @@ public struct WebOrigin: Sendable, Equatable {
             authority = authority[host.endIndex...]
             // Lowercase LDH labels: a browser lowercases (and punycodes) the host it sends.
             guard !host.isEmpty, host.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 || $0 == 46 }),
-                  !host.hasPrefix("."), !host.hasSuffix("."), !host.contains("..") else { return nil }
+                  !host.hasPrefix("."), !host.hasSuffix("."), !host.contains(text: "..") else { return nil }
         }
         if !authority.isEmpty {
             let digits = authority.dropFirst()

@@ -18,7 +18,7 @@ public struct MFASettings: Sendable, Equatable {
         try reader.choice("AUTH_MFA", "must be off or optional", into: &settings.mode)
         if let issuer = reader.string("AUTH_MFA_ISSUER") {
             // The Key Uri Format's label is `issuer:account`: a colon would split it elsewhere.
-            guard (1...64).contains(issuer.utf8.count), !issuer.contains(":"), !issuer.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            guard (1...64).contains(issuer.utf8.count), !issuer.contains(text: ":"), !issuer.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
                 throw AuthConfiguration.configError("AUTH_MFA_ISSUER", "must be 1 to 64 characters without a colon or control characters")
             }
             settings.issuer = issuer
@@ -28,9 +28,9 @@ public struct MFASettings: Sendable, Equatable {
 
     /// `https://auth.example.com/v1` → `auth.example.com`.
     static func defaultIssuer(_ authIssuer: String) -> String {
-        guard let schemeEnd = authIssuer.firstRange(of: "://") else { return authIssuer.replacing(":", with: "") }
+        guard let schemeEnd = authIssuer.firstRange(ofText: "://") else { return authIssuer.replacing(text: ":", with: "") }
         let rest = authIssuer[schemeEnd.upperBound...]
         let host = rest.prefix { $0 != "/" && $0 != ":" && $0 != "?" && $0 != "#" }
-        return host.isEmpty ? authIssuer.replacing(":", with: "") : String(host)
+        return host.isEmpty ? authIssuer.replacing(text: ":", with: "") : String(host)
     }
 }

@@ -24,7 +24,7 @@ public struct SecurityEvent: Sendable, Equatable {
             case "RATE_LIMITED": event = SecurityEvent("rate_limited")
             case "REFRESH_TOKEN_REUSED": event = SecurityEvent("refresh_reuse_detected")
             case "MFA_CODE_INVALID", "MFA_TOKEN_INVALID": event = SecurityEvent("mfa_challenge_failed")
-            default: event = SecurityEvent(handler.replacing("-", with: "_") + "_failed")
+            default: event = SecurityEvent(handler.replacing(text: "-", with: "_") + "_failed")
             }
             event.fields["code"] = code
             event.fields.merge(response.failureSubject) { $1 }
@@ -69,7 +69,7 @@ public struct SecurityEvent: Sendable, Equatable {
             case "delete": return "passkey_deleted"
             default: return "passkey"
             }
-        default: return handler.replacing("-", with: "_")
+        default: return handler.replacing(text: "-", with: "_")
         }
     }
 

@@ -45,7 +45,7 @@ public struct OIDCProviderSettings: Sendable, Equatable {
     }
 
     /// Whether `issuer` is Microsoft's multi-tenant form, matched against each token's `tid`.
-    public var isMultiTenant: Bool { issuer.contains(OIDCProviderSettings.tenantPlaceholder) }
+    public var isMultiTenant: Bool { issuer.contains(text: OIDCProviderSettings.tenantPlaceholder) }
 
     /// Google and Apple as their documentation gives them; `presets` adds what a deployment sets.
     public static let google = OIDCProviderSettings(name: .google, issuer: "https://accounts.google.com", issuerAliases: ["accounts.google.com"],
@@ -150,7 +150,7 @@ public struct OIDCProviderSettings: Sendable, Equatable {
         if let value = members["jwksUri"] {
             guard let uri = value.stringValue else { throw problem(entryName, "jwksUri", "must be a string") }
             if let reason = urlProblem(uri) { throw problem(entryName, "jwksUri", reason) }
-            if uri.contains(tenantPlaceholder) { throw problem(entryName, "jwksUri", "cannot contain \(tenantPlaceholder)") }
+            if uri.contains(text: tenantPlaceholder) { throw problem(entryName, "jwksUri", "cannot contain \(tenantPlaceholder)") }
             jwksURI = uri
         }
 
@@ -219,7 +219,7 @@ public struct OIDCProviderSettings: Sendable, Equatable {
             return JWKSLocation.isLoopback(url) ? nil : "may use http:// only for a loopback address"
         }
         let host = url.dropFirst("https://".count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard url.hasPrefix("https://"), !host.isEmpty, !host.contains("@") else {
+        guard url.hasPrefix("https://"), !host.isEmpty, !host.contains(text: "@") else {
             return "must be an https:// URL, or http:// to a loopback address"
         }
         return nil

@@ -27,7 +27,7 @@ public enum JWKSLocation: Sendable, Equatable {
     package static func isLoopback(_ url: String) -> Bool {
         let rest = url.dropFirst("http://".count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if authority.contains("@") { return false }
+        if authority.contains(text: "@") { return false }
         var host = Substring(authority)
         if host.hasPrefix("[") {
             guard let close = host.firstIndex(of: "]") else { return false }

@@ -1,0 +1,19 @@
+import LambdaAuthVerifier
+import Testing
+
+/// The byte search the handlers use instead of `_StringProcessing`'s must answer as it does.
+@Suite struct TextSearchTests {
+    static let cases: [(text: String, needle: String)] = [
+        ("https://login.example.com/{tenantid}/v2.0", "{tenantid}"), ("https://a", "://"), ("abc", "abcd"), ("", "a"),
+        ("aaab", "aab"), ("a-b-c", "-"), ("héllo wörld", "wö"), ("x]:443", "]:"), ("no match here", "zz"), ("ends with", "with"),
+    ]
+
+    @Test(arguments: cases)
+    func findsWhatTheStandardLibraryFinds(_ text: String, _ needle: String) {
+        #expect(text.firstRange(ofText: needle) == text.firstRange(of: needle))
+        #expect(text.contains(text: needle) == text.contains(needle))
+        #expect(text.replacing(text: needle, with: "_") == text.replacing(needle, with: "_"))
+        let tail = text.dropFirst(2)
+        #expect(tail.firstRange(ofText: needle) == tail.firstRange(of: needle))
+    }
+}
