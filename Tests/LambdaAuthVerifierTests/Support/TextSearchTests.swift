@@ -16,4 +16,21 @@ import Testing
         let tail = text.dropFirst(2)
         #expect(tail.firstRange(ofText: needle) == tail.firstRange(of: needle))
     }
+
+    /// What a handler links searches strings with these: one `_StringProcessing` search on the
+    /// start-up path costs every cold start its metadata again (it did, twice).
+    @Test func theHandlersSourcesSearchStringsAsBytes() throws {
+        var files: [String] = []
+        for target in ["LambdaAuth", "LambdaAuthVerifier", "LambdaAuthTables"] {
+            files += try TargetBoundaryTests.swiftFiles(under: TargetBoundaryTests.root + "/Sources/" + target)
+        }
+        #expect(files.count > 100)
+        let patterns = [/\.firstRange\(of:/, /\.replacing\((?!text:)/, /\.ranges\(of:/, /\.wholeMatch\(/, /\.trimmingPrefix\(/, /Regex</]
+        for file in files {
+            let code = String(decoding: try FileSystem.readFile(file), as: UTF8.self).split(separator: "\n")
+                .filter { !$0.drop { $0 == " " }.hasPrefix("//") }
+            let uses = code.filter { line in patterns.contains { line.contains($0) } }
+            #expect(uses.isEmpty, "\(file): \(uses.joined(separator: " | "))")
+        }
+    }
 }
