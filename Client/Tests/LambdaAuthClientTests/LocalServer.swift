@@ -12,12 +12,13 @@ import Glibc
 /// its own (the dev defaults keep their store there), started and stopped by the test.
 final class LocalServer: @unchecked Sendable {
     let directory: String
-    let port: Int
+    /// Chosen by serve at the first start, kept across restarts.
+    private(set) var port: Int?
     let environment: [String: String]
     private var process: Process?
     private let logPath: String
 
-    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port ?? 0)")! }
 
     static var binDirectory: String {
         if let configured = ProcessInfo.processInfo.environment["LAMBDA_AUTH_BIN"], !configured.isEmpty { return configured }
@@ -30,7 +31,6 @@ final class LocalServer: @unchecked Sendable {
     init(environment: [String: String] = [:]) throws {
         directory = NSTemporaryDirectory() + "lambda-auth-serve-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        port = try LocalServer.freePort()
         logPath = directory + "/serve.log"
         self.environment = environment
         try start()
@@ -48,7 +48,11 @@ final class LocalServer: @unchecked Sendable {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--port", String(port)]
+        // Port 0 the first time: serve binds a port the system chooses and prints it, so two
+        // servers starting at once can never be handed one port (a port probed free and released
+        // could be, and a client would then talk to the other server, which answers 503 until its
+        // handlers are built). A restart asks for the port the client already knows.
+        process.arguments = ["serve", "--port", String(port ?? 0)]
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AUTH_") }
         variables.merge(environment) { $1 }
@@ -60,11 +64,16 @@ final class LocalServer: @unchecked Sendable {
         process.standardOutput = output
         try process.run()
         self.process = process
+        // Serve prints its address once its handlers answer: that line, from this process, is
+        // the sign that it is up (a listening port alone may be another server's).
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            if LocalServer.accepts(port: port) { return }
+            if let announced = LocalServer.announcedPort(log()) {
+                port = announced
+                return
+            }
             guard process.isRunning else { throw AuthClientError.invalidResponse("serve exited: \(log(tail: 2000))") }
-            usleep(50_000)
+            usleep(20_000)
         }
         throw AuthClientError.invalidResponse("serve did not answer within 60 s: \(log(tail: 2000))")
     }
@@ -102,31 +111,12 @@ final class LocalServer: @unchecked Sendable {
         try await Transport(baseURL: baseURL, session: URLSession(configuration: .ephemeral)).send(method, path, body: body, bearer: bearer)
     }
 
-    /// Whether something listens on the port (serve is up once it does).
-    static func accepts(port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
-    static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound else { throw AuthClientError.invalidResponse("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+    /// The port in serve's "lambda-auth serving on http://127.0.0.1:PORT" line, once written.
+    static func announcedPort(_ log: String) -> Int? {
+        let marker = "lambda-auth serving on http://127.0.0.1:"
+        guard let start = log.range(of: marker)?.upperBound else { return nil }
+        let digits = log[start...].prefix { $0.isNumber }
+        guard log[start...].dropFirst(digits.count).first == " " else { return nil }
+        return Int(digits)
     }
 }
