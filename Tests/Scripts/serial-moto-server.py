@@ -68,26 +68,23 @@ else:
 
     StreamShard.__deepcopy__ = _copy_shard
 
-from moto.core.common_models import BaseModel
-
-_tracked_new = BaseModel.__dict__["__new__"]
-
-
-def _untracked_new(cls, *args, **kwargs):
-    instance = _tracked_new(cls, *args, **kwargs)
-    if cls.__module__.startswith("moto.dynamodb."):
-        cls.instances_tracked.pop()
-    return instance
-
-
-BaseModel.__new__ = staticmethod(_untracked_new)
-
 try:
     import moto.dynamodb.models as dynamodb_models
+    from moto.core.common_models import BaseModel
     from moto.dynamodb.models.table import Table
-except ImportError:  # a moto laid out otherwise: its transactions copy as they always did
+except ImportError:  # a moto laid out otherwise: its models and transactions stay as they were
     pass
 else:
+    _tracked_new = BaseModel.__dict__["__new__"]
+
+    def _untracked_new(cls, *args, **kwargs):
+        instance = _tracked_new(cls, *args, **kwargs)
+        if cls.__module__.startswith("moto.dynamodb."):
+            cls.instances_tracked.pop()
+        return instance
+
+    BaseModel.__new__ = staticmethod(_untracked_new)
+
     class _OneCopyPerTransaction:
         """Stands for the `copy` module inside moto's DynamoDB backend."""
 
